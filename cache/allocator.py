@@ -1,0 +1,112 @@
+"""KV-slot allocator and request-to-token table.
+
+Mirror SGLang ``TokenToKVPoolAllocator`` and ``ReqToTokenPool``
+(python/sglang/srt/mem_cache/{allocator,memory_pool}.py @ a7ec6b97). Slot 0 and row 0 are reserved
+as padding, as in SGLang, so a real KV slot index is never 0.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class DoubleFreeError(ValueError):
+    """A KV slot or request row was freed while already free."""
+
+
+class TokenToKVPoolAllocator:
+    """Free KV slots (one slot = one token's KV) held as an int64 device tensor.
+
+    ``alloc`` takes slots from the front of ``free_slots``; ``free`` appends to the back, so the
+    allocation order is deterministic. A bool mask ``[size + 1]`` on the device tracks which slots
+    are free and makes double frees raise instead of corrupting the pool.
+    """
+
+    def __init__(self, size: int, device: torch.device | str = "cpu") -> None:
+        if size <= 0:
+            raise ValueError(f"KV pool size must be positive, got {size}")
+        self.size = size
+        self.device = torch.device(device)
+        self.clear()
+
+    def clear(self) -> None:
+        """Mark every slot 1..size free (mutates ``free_slots`` and the free mask)."""
+        self.free_slots = torch.arange(1, self.size + 1, dtype=torch.int64, device=self.device)
+        self.is_free = torch.ones(self.size + 1, dtype=torch.bool, device=self.device)
+        self.is_free[0] = False
+
+    def available_size(self) -> int:
+        """Free slots (tokens)."""
+        return int(self.free_slots.numel())
+
+    def alloc(self, need: int) -> torch.Tensor | None:
+        """Take ``need`` slots: int64 tensor ``[need]`` on the device, or ``None`` (nothing taken)
+        when fewer are free — the caller evicts and retries, as SGLang's scheduler does."""
+        if need > self.free_slots.numel():
+            return None
+        select = self.free_slots[:need]
+        self.free_slots = self.free_slots[need:]
+        self.is_free[select] = False
+        return select
+
+    def free(self, indices: torch.Tensor) -> None:
+        """Return slots (int tensor ``[n]``) to the pool.
+
+        Raises ``DoubleFreeError`` (and frees nothing) if any slot is already free, repeated, or
+        out of range.
+        """
+        if indices.numel() == 0:
+            return
+        idx = indices.to(device=self.device, dtype=torch.int64).reshape(-1)
+        if bool(((idx < 1) | (idx > self.size)).any()):
+            raise DoubleFreeError(f"KV slot out of range 1..{self.size}: {idx.tolist()[:8]}")
+        if bool(self.is_free[idx].any()):
+            bad = idx[self.is_free[idx]].tolist()[:8]
+            raise DoubleFreeError(f"double free of KV slots {bad}")
+        if torch.unique(idx).numel() != idx.numel():
+            raise DoubleFreeError("KV slots repeated within one free() call")
+        self.is_free[idx] = True
+        self.free_slots = torch.cat((self.free_slots, idx))
+
+
+class ReqToTokenPool:
+    """Per-request rows of KV-slot indices: ``req_to_token`` int32 ``[max_reqs + 1,
+    max_context_len]`` on the device; row 0 is padding. ``req_to_token[r, i]`` is the KV slot of
+    token ``i`` of the request holding row ``r``."""
+
+    def __init__(self, max_reqs: int, max_context_len: int, device: torch.device | str = "cpu"):
+        if max_reqs <= 0 or max_context_len <= 0:
+            raise ValueError(
+                f"max_reqs and max_context_len must be positive, got {max_reqs}, {max_context_len}"
+            )
+        self.max_reqs = max_reqs
+        self.max_context_len = max_context_len
+        self.device = torch.device(device)
+        self.req_to_token = torch.zeros(
+            (max_reqs + 1, max_context_len), dtype=torch.int32, device=self.device
+        )
+        self.free_rows: list[int] = list(range(1, max_reqs + 1))
+        self._is_free = [False] + [True] * max_reqs
+
+    def available_size(self) -> int:
+        """Free rows (requests)."""
+        return len(self.free_rows)
+
+    def alloc(self) -> int | None:
+        """Take the lowest free row, or ``None`` when all are in use."""
+        if not self.free_rows:
+            return None
+        row = self.free_rows.pop(0)
+        self._is_free[row] = False
+        return row
+
+    def free(self, row: int) -> None:
+        """Return a row; raises ``DoubleFreeError`` if it is already free or out of range."""
+        if not 1 <= row <= self.max_reqs or self._is_free[row]:
+            raise DoubleFreeError(f"request row {row} is free or out of range 1..{self.max_reqs}")
+        self._is_free[row] = True
+        self.free_rows.append(row)
+
+    def write(self, row: int, start: int, values: torch.Tensor) -> None:
+        """``req_to_token[row, start:start+len(values)] = values`` (cast to int32)."""
+        self.req_to_token[row, start : start + values.numel()] = values

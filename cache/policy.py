@@ -1,0 +1,109 @@
+"""Eviction policies: the order in which evictable leaves are evicted, registered by name.
+
+Each policy maps a node to a sort key; the smallest key is evicted first. Every key ends with the
+node id so that orders are total and runs are reproducible across evictors (SGLang breaks ties by
+heap position, which differs between evictors). Meanings follow SGLang ``evict_policy.py``
+@ a7ec6b97.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from radixbench.cache.node import TreeNode
+
+SortKey = tuple[int, ...]
+
+
+class EvictionPolicy(ABC):
+    """Maps a node to its eviction sort key (smallest first)."""
+
+    name: ClassVar[str]
+    #: True when a node's key can only grow with each access (so "append at the tail on touch"
+    #: keeps a list sorted). Used by list-based evictors to decide whether O(1) is possible.
+    monotone_on_touch: ClassVar[bool] = False
+
+    @abstractmethod
+    def key(self, node: TreeNode) -> SortKey:
+        """Sort key of ``node``; pure, reads the node only."""
+
+
+class LRU(EvictionPolicy):
+    """Least recently used first: key ``(last_access_time, id)`` (SGLang LRUStrategy)."""
+
+    name = "lru"
+    monotone_on_touch = True
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (node.last_access_time, node.id)
+
+
+class LFU(EvictionPolicy):
+    """Least frequently used first, LRU among equals: ``(hit_count, last_access_time, id)``."""
+
+    name = "lfu"
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (node.hit_count, node.last_access_time, node.id)
+
+
+class FIFO(EvictionPolicy):
+    """Oldest created first: ``(creation_time, id)`` (SGLang FIFOStrategy)."""
+
+    name = "fifo"
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (node.creation_time, node.id)
+
+
+class MRU(EvictionPolicy):
+    """Most recently used first: ``(-last_access_time, id)`` (SGLang MRUStrategy)."""
+
+    name = "mru"
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (-node.last_access_time, node.id)
+
+
+class FILO(EvictionPolicy):
+    """Newest created first: ``(-creation_time, id)`` (SGLang FILOStrategy)."""
+
+    name = "filo"
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (-node.creation_time, node.id)
+
+
+class Priority(EvictionPolicy):
+    """Lowest request priority first, LRU among equals: ``(priority, last_access_time, id)``."""
+
+    name = "priority"
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (node.priority, node.last_access_time, node.id)
+
+
+class SLRU(EvictionPolicy):
+    """Segmented LRU: probationary nodes (``hit_count < 2``) before protected ones, LRU within
+    each segment: ``(hit_count >= 2, last_access_time, id)`` (SGLang SLRUStrategy, threshold 2).
+    """
+
+    name = "slru"
+    protected_threshold: ClassVar[int] = 2
+
+    def key(self, node: TreeNode) -> SortKey:
+        return (int(node.hit_count >= self.protected_threshold), node.last_access_time, node.id)
+
+
+POLICIES: dict[str, type[EvictionPolicy]] = {
+    cls.name: cls for cls in (LRU, LFU, FIFO, MRU, FILO, Priority, SLRU)
+}
+
+
+def make_policy(name: str) -> EvictionPolicy:
+    """Instantiate a policy by name; raises ``ValueError`` naming the known ones."""
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown eviction policy {name!r}; known: {', '.join(POLICIES)}") from None
