@@ -15,35 +15,55 @@ class DoubleFreeError(ValueError):
 
 
 class TokenToKVPoolAllocator:
-    """Free KV slots (one slot = one token's KV) held as an int64 device tensor.
+    """Free KV slots (one slot = one token's KV) held as int64 device tensors.
 
-    ``alloc`` takes slots from the front of ``free_slots``; ``free`` appends to the back, so the
-    allocation order is deterministic. A bool mask ``[size + 1]`` on the device tracks which slots
-    are free and makes double frees raise instead of corrupting the pool.
+    ``alloc`` takes slots from the front of ``free_slots``; ``free`` appends the returned slots to
+    a release list that is concatenated behind ``free_slots`` only when an ``alloc`` needs them
+    (SGLang's ``release_pages`` / ``merge_and_sort_free``, without the sort), so ``free`` is O(n)
+    in the slots returned, not in the pool, and the allocation order is deterministic. A bool mask
+    ``[size + 1]`` on the device tracks which slots are free and makes double frees raise instead
+    of corrupting the pool. ``check_repeats`` also rejects a slot repeated within one ``free``
+    call (a sort per call: on by default, off in the simulator, whose tree is checked by
+    ``check_integrity`` in the tests instead, so evict timings measure the evictor).
     """
 
-    def __init__(self, size: int, device: torch.device | str = "cpu") -> None:
+    def __init__(
+        self, size: int, device: torch.device | str = "cpu", check_repeats: bool = True
+    ) -> None:
         if size <= 0:
             raise ValueError(f"KV pool size must be positive, got {size}")
         self.size = size
+        self.check_repeats = check_repeats
         self.device = torch.device(device)
         self.clear()
 
     def clear(self) -> None:
-        """Mark every slot 1..size free (mutates ``free_slots`` and the free mask)."""
+        """Mark every slot 1..size free (mutates ``free_slots``, the release list, the mask)."""
         self.free_slots = torch.arange(1, self.size + 1, dtype=torch.int64, device=self.device)
+        self._released: list[torch.Tensor] = []
+        self._released_n = 0
         self.is_free = torch.ones(self.size + 1, dtype=torch.bool, device=self.device)
         self.is_free[0] = False
 
     def available_size(self) -> int:
         """Free slots (tokens)."""
-        return int(self.free_slots.numel())
+        return int(self.free_slots.numel()) + self._released_n
+
+    def _merge(self) -> None:
+        self.free_slots = torch.cat([self.free_slots, *self._released])
+        self._released = []
+        self._released_n = 0
 
     def alloc(self, need: int) -> torch.Tensor | None:
         """Take ``need`` slots: int64 tensor ``[need]`` on the device, or ``None`` (nothing taken)
-        when fewer are free — the caller evicts and retries, as SGLang's scheduler does."""
+        when fewer are free — the caller evicts and retries, as SGLang's scheduler does.
+        Raises ``ValueError`` for a negative ``need``."""
+        if need < 0:
+            raise ValueError(f"alloc: need must be >= 0, got {need}")
         if need > self.free_slots.numel():
-            return None
+            if need > self.available_size():
+                return None
+            self._merge()
         select = self.free_slots[:need]
         self.free_slots = self.free_slots[need:]
         self.is_free[select] = False
@@ -52,21 +72,30 @@ class TokenToKVPoolAllocator:
     def free(self, indices: torch.Tensor) -> None:
         """Return slots (int tensor ``[n]``) to the pool.
 
-        Raises ``DoubleFreeError`` (and frees nothing) if any slot is already free, repeated, or
-        out of range.
+        Raises ``DoubleFreeError`` (and frees nothing) if any slot is already free or out of
+        range, or (with ``check_repeats``) repeated within ``indices``.
         """
         if indices.numel() == 0:
             return
         idx = indices.to(device=self.device, dtype=torch.int64).reshape(-1)
-        if bool(((idx < 1) | (idx > self.size)).any()):
+        lo, hi = torch.aminmax(idx)
+        if int(lo) < 1 or int(hi) > self.size:
             raise DoubleFreeError(f"KV slot out of range 1..{self.size}: {idx.tolist()[:8]}")
         if bool(self.is_free[idx].any()):
             bad = idx[self.is_free[idx]].tolist()[:8]
             raise DoubleFreeError(f"double free of KV slots {bad}")
-        if torch.unique(idx).numel() != idx.numel():
+        if self.check_repeats and self._has_repeats(idx):
             raise DoubleFreeError("KV slots repeated within one free() call")
         self.is_free[idx] = True
-        self.free_slots = torch.cat((self.free_slots, idx))
+        self._released.append(idx)
+        self._released_n += idx.numel()
+
+    @staticmethod
+    def _has_repeats(idx: torch.Tensor) -> bool:
+        if idx.numel() < 2:
+            return False
+        s = torch.sort(idx).values
+        return bool((s[1:] == s[:-1]).any())
 
 
 class ReqToTokenPool:
@@ -93,7 +122,8 @@ class ReqToTokenPool:
         return len(self.free_rows)
 
     def alloc(self) -> int | None:
-        """Take the lowest free row, or ``None`` when all are in use."""
+        """Take the first row of the free list, or ``None`` when all are in use. The list is FIFO:
+        rows start in order 1..max_reqs and ``free`` appends to its back, as SGLang's does."""
         if not self.free_rows:
             return None
         row = self.free_rows.pop(0)

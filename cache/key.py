@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import Union, overload
+from typing import overload
 
-ChildKey = Union[int, tuple[int, ...], tuple[str, Union[int, tuple[int, ...]]]]
+ChildKey = int | tuple[int, ...] | tuple[str, int | tuple[int, ...]]
 
 
 class RadixKey:

@@ -277,7 +277,7 @@ class RadixCache:
                 self._refresh(node)
             else:
                 node.lock_ref += 1
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return delta
 
     def dec_lock_ref(self, node: TreeNode) -> int:
@@ -297,7 +297,7 @@ class RadixCache:
                 raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
             else:
                 node.lock_ref -= 1
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return delta
 
     # ------------------------------------------------------------------ evict

@@ -1,0 +1,5 @@
+import sys
+
+from radixbench.harness.cli import main
+
+sys.exit(main())

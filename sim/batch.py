@@ -1,0 +1,135 @@
+"""ScheduleBatch builder: the per-step tensors a model runner consumes, built on the device.
+
+Mirrors SGLang ``ScheduleBatch.prepare_for_extend`` / ``prepare_for_decode``
+(python/sglang/srt/managers/schedule_batch.py @ a7ec6b97): host-side lists become int64 tensors
+on the device and ``req_to_token`` rows are written. On CUDA the host tensors are pinned and
+copied with ``non_blocking=True``; ``build_*`` synchronizes before returning, so a timer around
+the call measures the finished copy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from radixbench.cache.allocator import ReqToTokenPool
+from radixbench.sim.request import Req
+
+
+def _flatten_sum(parts: Sequence[array]) -> torch.Tensor:
+    """SGLang's ``sum(lists, [])``: quadratic in the number of requests."""
+    flat: list[int] = sum((p.tolist() for p in parts), [])  # noqa: RUF017 - on purpose
+    return torch.tensor(flat, dtype=torch.int64)
+
+
+def _flatten_chain(parts: Sequence[array]) -> torch.Tensor:
+    """``itertools.chain``: one pass over Python ints."""
+    return torch.tensor(list(itertools.chain.from_iterable(parts)), dtype=torch.int64)
+
+
+def _flatten_numpy(parts: Sequence[array]) -> torch.Tensor:
+    """Zero-copy views of each ``array('q')`` concatenated by numpy."""
+    if not parts:
+        return torch.empty(0, dtype=torch.int64)
+    views = [np.frombuffer(p, dtype=np.int64) for p in parts]
+    return torch.from_numpy(np.concatenate(views))
+
+
+FLATTENERS: dict[str, Callable[[Sequence[array]], torch.Tensor]] = {
+    "sum": _flatten_sum,
+    "chain": _flatten_chain,
+    "numpy": _flatten_numpy,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleBatch:
+    """Tensors of one step, all int64 on the device. ``bs`` = requests, ``T`` = new tokens
+    (extend: sum of extend lengths; decode: ``bs``).
+
+    input_ids ``[T]``, out_cache_loc ``[T]`` (KV slots written this step), positions ``[T]``,
+    seq_lens / prefix_lens / extend_lens / req_pool_indices ``[bs]``.
+    """
+
+    forward_mode: str
+    input_ids: torch.Tensor
+    seq_lens: torch.Tensor
+    prefix_lens: torch.Tensor
+    extend_lens: torch.Tensor
+    req_pool_indices: torch.Tensor
+    out_cache_loc: torch.Tensor
+    positions: torch.Tensor
+
+
+class BatchBuilder:
+    """Builds ``ScheduleBatch`` es with one flatten variant (``FLATTENERS`` name)."""
+
+    def __init__(self, pool: ReqToTokenPool, flatten: str = "chain") -> None:
+        if flatten not in FLATTENERS:
+            raise ValueError(f"unknown flatten {flatten!r}; known: {', '.join(FLATTENERS)}")
+        self.pool = pool
+        self.device = pool.device
+        self.flatten = FLATTENERS[flatten]
+        self.cuda = self.device.type == "cuda"
+
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        if self.cuda:
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t
+
+    def _sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+
+    def build_extend(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
+        """Extend (prefill) batch. ``out_cache_loc``: int64 ``[sum extend]`` slots on the device,
+        in request order. Writes ``req_to_token[row, :seq_len]`` (prefix slots, then new ones).
+        Reads ``req.prefix_indices``, ``req.input_ids``, ``req.req_pool_idx``."""
+        prefix = [r.prefix_indices.numel() for r in reqs]
+        seq = [len(r.input_ids) for r in reqs]
+        input_ids = self._to_device(
+            self.flatten([r.input_ids[p:] for r, p in zip(reqs, prefix)])
+        )
+        meta = self._to_device(
+            torch.tensor([prefix, seq, [r.req_pool_idx for r in reqs]], dtype=torch.int64)
+        )
+        prefix_lens, seq_lens, rows = meta[0], meta[1], meta[2]
+        extend_lens = seq_lens - prefix_lens
+        # positions: prefix_len .. seq_len-1 of each request, concatenated.
+        starts = torch.cumsum(extend_lens, 0) - extend_lens
+        total = int(out_cache_loc.numel())
+        positions = torch.arange(total, device=self.device) - torch.repeat_interleave(
+            starts - prefix_lens, extend_lens, output_size=total
+        )
+        table = self.pool.req_to_token
+        off = 0
+        for r, p, s in zip(reqs, prefix, seq):
+            if p:
+                table[r.req_pool_idx, :p] = r.prefix_indices
+            table[r.req_pool_idx, p:s] = out_cache_loc[off : off + s - p]
+            off += s - p
+        self._sync()
+        return ScheduleBatch("extend", input_ids, seq_lens, prefix_lens, extend_lens, rows,
+                             out_cache_loc, positions)
+
+    def build_decode(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
+        """Decode batch: one new token per request (its last output token), KV written at
+        position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``."""
+        meta = self._to_device(
+            torch.tensor(
+                [[r.output_ids[-1] for r in reqs], [r.seq_len for r in reqs],
+                 [r.req_pool_idx for r in reqs]],
+                dtype=torch.int64,
+            )
+        )
+        input_ids, positions, rows = meta[0], meta[1], meta[2]
+        self.pool.req_to_token[rows, positions] = out_cache_loc.to(torch.int32)
+        ones = torch.ones_like(positions)
+        self._sync()
+        return ScheduleBatch("decode", input_ids, positions + 1, positions, ones, rows,
+                             out_cache_loc, positions)

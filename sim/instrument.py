@@ -1,0 +1,118 @@
+"""Timing of every cache operation and batch build with ``perf_counter_ns``.
+
+``OpRecorder`` keeps columnar lists (cheap appends, one DataFrame at the end, schema in
+docs/CONTRACTS.md). ``instrument(cache, recorder, clock)`` wraps a ``RadixCache`` instance's
+public operations in place, so calls the cache makes to itself (``cache_finished_req`` ->
+``insert`` / ``dec_lock_ref``) are timed too. The recorded time is wall time of the call alone;
+tree statistics are read before the timer starts. In the isolated clock mode nothing measured
+is added to simulated time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter_ns
+from typing import Any
+
+import pandas as pd
+
+from radixbench.cache.radix_cache import RadixCache
+
+_COLUMNS = (
+    "op", "ns", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves",
+    "sim_time_s",
+)
+
+
+class OpRecorder:
+    """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+
+    def add(self, op: str, ns: int, key_len: int, result: int, tree_nodes: int,
+            tree_tokens: int, evictable_leaves: int, sim_time_s: float) -> None:
+        r = self.rows
+        r["op"].append(op)
+        r["ns"].append(ns)
+        r["key_len"].append(key_len)
+        r["result"].append(result)
+        r["tree_nodes"].append(tree_nodes)
+        r["tree_tokens"].append(tree_tokens)
+        r["evictable_leaves"].append(evictable_leaves)
+        r["sim_time_s"].append(sim_time_s)
+
+    def __len__(self) -> int:
+        return len(self.rows["op"])
+
+    def frame(self, variant: str) -> pd.DataFrame:
+        """The records as a DataFrame with a ``variant`` column first."""
+        df = pd.DataFrame({c: self.rows[c] for c in _COLUMNS})
+        for c in ("ns", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"):
+            df[c] = df[c].astype("int64")
+        df["sim_time_s"] = df["sim_time_s"].astype("float64")
+        df.insert(0, "variant", variant)
+        return df
+
+
+def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -> RadixCache:
+    """Wrap ``cache``'s match_prefix / insert / evict / inc_lock_ref / dec_lock_ref /
+    cache_finished_req so each call is timed and recorded; returns the same (mutated) cache.
+
+    ``key_len`` is the key's tokens (evict: tokens asked for; lock ops: tokens on the path is not
+    computed, 0); ``result`` is the matched / already-cached / evicted tokens or the size delta.
+    """
+    cls = type(cache)
+
+    def match_prefix(key: Any) -> Any:
+        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        t0 = perf_counter_ns()
+        res = cls.match_prefix(cache, key)
+        ns = perf_counter_ns() - t0
+        rec.add("match_prefix", ns, len(key), res.prefix_len, n, t, lv, clock())
+        return res
+
+    def insert(key: Any, value: Any = None, priority: int = 0) -> int:
+        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        t0 = perf_counter_ns()
+        res = cls.insert(cache, key, value, priority)
+        ns = perf_counter_ns() - t0
+        rec.add("insert", ns, len(key), res, n, t, lv, clock())
+        return res
+
+    def evict(num_tokens: int) -> Any:
+        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        t0 = perf_counter_ns()
+        res = cls.evict(cache, num_tokens)
+        ns = perf_counter_ns() - t0
+        rec.add("evict", ns, num_tokens, res.num_evicted, n, t, lv, clock())
+        return res
+
+    def lock_op(name: str) -> Callable[[Any], int]:
+        method = getattr(cls, name)
+
+        def op(node: Any) -> int:
+            n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+            t0 = perf_counter_ns()
+            res = method(cache, node)
+            ns = perf_counter_ns() - t0
+            rec.add(name, ns, 0, res, n, t, lv, clock())
+            return int(res)
+
+        return op
+
+    def cache_finished_req(req: Any) -> int:
+        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        t0 = perf_counter_ns()
+        res = cls.cache_finished_req(cache, req)
+        ns = perf_counter_ns() - t0
+        rec.add("cache_finished_req", ns, req.seq_len, res, n, t, lv, clock())
+        return res
+
+    cache.match_prefix = match_prefix
+    cache.insert = insert
+    cache.evict = evict
+    cache.inc_lock_ref = lock_op("inc_lock_ref")
+    cache.dec_lock_ref = lock_op("dec_lock_ref")
+    cache.cache_finished_req = cache_finished_req
+    return cache

@@ -1,0 +1,156 @@
+"""Run one variant of a scenario: trace requests in, per-request and per-op tables out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import simpy
+import torch
+
+from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.cache.radix_cache import CacheConfig, RadixCache
+from radixbench.sim.batch import BatchBuilder
+from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.instrument import OpRecorder, instrument
+from radixbench.sim.request import Req
+from radixbench.sim.scheduler import Scheduler
+from radixbench.workloads.tokens import block_tokens
+from radixbench.workloads.trace import TraceRequest
+
+
+@dataclass(frozen=True, slots=True)
+class VariantResult:
+    """``requests``/``ops``: the per-request and per-op tables (docs/CONTRACTS.md);
+    ``sim_end_s``: simulated time of the last event; ``events``: simpy events processed."""
+
+    variant: str
+    requests: pd.DataFrame
+    ops: pd.DataFrame
+    sim_end_s: float
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda when available else cpu. Raises ``ValueError`` for an unknown name or
+    for ``cuda`` on a machine without a usable CUDA device."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda: no CUDA device is available to torch")
+        return torch.device("cuda")
+    raise ValueError(f"unknown device {name!r}; known: auto, cpu, cuda")
+
+
+def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
+    df = pd.DataFrame(
+        {
+            "rid": [r.rid for r in reqs],
+            "arrival_s": [r.arrival_s for r in reqs],
+            "input_len": [r.input_len for r in reqs],
+            "output_len": [r.output_len for r in reqs],
+            "prefix_hit_tokens": [r.prefix_hit_tokens for r in reqs],
+            "first_token_s": [r.first_token_s for r in reqs],
+            "finish_s": [r.finish_s for r in reqs],
+            "status": [r.status for r in reqs],
+        }
+    )
+    df = df.astype({"rid": "int64", "input_len": "int64", "output_len": "int64",
+                    "prefix_hit_tokens": "int64", "arrival_s": "float64",
+                    "first_token_s": "float64", "finish_s": "float64"})
+    df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
+    df["e2e_s"] = df["finish_s"] - df["arrival_s"]
+    df.insert(0, "variant", variant)
+    return df.sort_values("rid", kind="stable").reset_index(drop=True)
+
+
+class VariantSim:
+    """One variant's simulation, steppable so that several can run interleaved.
+
+    Builds a fresh pool, allocator and cache with ``variant``'s algorithms; every request's token
+    ids are materialised on arrival (``block_tokens``). Deterministic for a given trace and config:
+    in the isolated clock mode nothing measured feeds back into the schedule.
+    """
+
+    def __init__(
+        self,
+        trace: Sequence[TraceRequest],
+        cfg: SimConfig,
+        variant: Variant,
+        device: torch.device,
+        on_request_done: Callable[[], None] | None = None,
+    ) -> None:
+        self.variant = variant
+        self.env = env = simpy.Environment()
+        allocator = TokenToKVPoolAllocator(cfg.kv_capacity_tokens, device, check_repeats=False)
+        pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
+        self.cache = RadixCache(
+            pool, allocator, CacheConfig(cfg.page_size, variant.evictor, variant.matcher,
+                                         cfg.policy)
+        )
+        self.rec = OpRecorder()
+        instrument(self.cache, self.rec, lambda: float(env.now))
+        self.done: list[Req] = []
+
+        def finished(req: Req) -> None:
+            self.done.append(req)
+            if on_request_done is not None:
+                on_request_done()
+
+        sched = Scheduler(env, cfg, self.cache, allocator, pool,
+                          BatchBuilder(pool, variant.flatten), self.rec, finished)
+
+        def arrivals() -> simpy.events.ProcessGenerator:
+            for tr in trace:
+                delay = tr.arrival_s - env.now
+                if delay > 0:
+                    yield env.timeout(delay)
+                ids = block_tokens(tr.hash_ids, tr.input_length)
+                sched.enqueue(Req(tr.rid, tr.arrival_s, ids, tr.output_length))
+            sched.close()
+
+        env.process(arrivals())
+        env.process(sched.loop())
+
+    def step(self, max_events: int) -> bool:
+        """Process up to ``max_events`` simpy events; ``False`` once nothing is left."""
+        env = self.env
+        for _ in range(max_events):
+            if env.peek() == simpy.core.Infinity:
+                return False
+            env.step()
+        return env.peek() != simpy.core.Infinity
+
+    def result(self) -> VariantResult:
+        reqs = _request_frame(self.variant.name, self.done)
+        return VariantResult(self.variant.name, reqs, self.rec.frame(self.variant.name),
+                             float(self.env.now))
+
+
+def run_variant(
+    trace: Sequence[TraceRequest],
+    cfg: SimConfig,
+    variant: Variant,
+    device: torch.device,
+    on_request_done: Callable[[], None] | None = None,
+) -> VariantResult:
+    """Simulate ``trace`` under one variant to the end (see ``VariantSim``)."""
+    sim = VariantSim(trace, cfg, variant, device, on_request_done)
+    while sim.step(1 << 30):
+        pass
+    return sim.result()
+
+
+def run_interleaved(sims: Sequence[VariantSim], slice_events: int = 64) -> list[VariantResult]:
+    """Advance all ``sims`` round-robin, ``slice_events`` events at a time, until all are done.
+
+    Interleaving spreads any background load on the machine evenly over the variants, so the
+    ratios measured in one run compare like with like. Results are in the order of ``sims``.
+    """
+    live = list(sims)
+    while live:
+        live = [s for s in live if s.step(slice_events)]
+    return [s.result() for s in sims]

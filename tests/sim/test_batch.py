@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from array import array
+
+import pytest
+import torch
+
+from radixbench.cache import ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.sim import FLATTENERS, BatchBuilder, Req
+
+
+def _req(rid: int, tokens: list[int], prefix: torch.Tensor, row: int) -> Req:
+    r = Req(rid, 0.0, array("q", tokens), output_len=4)
+    r.prefix_indices = prefix
+    r.req_pool_idx = row
+    return r
+
+
+@pytest.mark.parametrize("flatten", sorted(FLATTENERS))
+def test_flatteners_agree(flatten: str) -> None:
+    parts = [array("q", [1, 2, 3]), array("q"), array("q", [7, 8])]
+    out = FLATTENERS[flatten](parts)
+    assert out.dtype == torch.int64
+    assert out.tolist() == [1, 2, 3, 7, 8]
+
+
+@pytest.mark.parametrize("flatten", sorted(FLATTENERS))
+def test_build_extend_tensors_and_req_to_token(flatten: str) -> None:
+    pool = ReqToTokenPool(4, 32)
+    alloc = TokenToKVPoolAllocator(64)
+    prefix = alloc.alloc(2)
+    a = _req(0, [10, 11, 12, 13, 14], prefix, row=1)  # 2 cached + 3 new
+    b = _req(1, [20, 21], torch.empty(0, dtype=torch.int64), row=2)  # 0 cached + 2 new
+    loc = alloc.alloc(5)
+    batch = BatchBuilder(pool, flatten).build_extend([a, b], loc)
+    assert batch.input_ids.tolist() == [12, 13, 14, 20, 21]
+    assert batch.prefix_lens.tolist() == [2, 0]
+    assert batch.extend_lens.tolist() == [3, 2]
+    assert batch.seq_lens.tolist() == [5, 2]
+    assert batch.positions.tolist() == [2, 3, 4, 0, 1]
+    assert batch.req_pool_indices.tolist() == [1, 2]
+    assert pool.req_to_token[1, :5].tolist() == prefix.tolist() + loc[:3].tolist()
+    assert pool.req_to_token[2, :2].tolist() == loc[3:].tolist()
+    assert pool.req_to_token[3].abs().sum().item() == 0  # untouched row
+
+
+def test_build_decode_writes_slot_at_seq_len() -> None:
+    pool = ReqToTokenPool(4, 32)
+    alloc = TokenToKVPoolAllocator(64)
+    r = _req(0, [1, 2, 3], torch.empty(0, dtype=torch.int64), row=3)
+    r.seq_len = 3
+    r.output_ids = array("q", [99])
+    loc = alloc.alloc(1)
+    batch = BatchBuilder(pool).build_decode([r], loc)
+    assert batch.input_ids.tolist() == [99]
+    assert batch.positions.tolist() == [3]
+    assert batch.seq_lens.tolist() == [4]
+    assert pool.req_to_token[3, 3].item() == loc.item()
+
+
+def test_unknown_flatten_rejected() -> None:
+    with pytest.raises(ValueError, match="flatten"):
+        BatchBuilder(ReqToTokenPool(1, 4), "bogus")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_build_extend_on_cuda_matches_cpu() -> None:
+    outs = []
+    for dev in ("cpu", "cuda"):
+        pool = ReqToTokenPool(2, 16, dev)
+        alloc = TokenToKVPoolAllocator(32, dev)
+        r = _req(0, [5, 6, 7, 8], torch.empty(0, dtype=torch.int64, device=dev), row=1)
+        batch = BatchBuilder(pool, "numpy").build_extend([r], alloc.alloc(4))
+        assert batch.input_ids.device.type == dev
+        outs.append((batch.input_ids.cpu().tolist(), pool.req_to_token[1, :4].cpu().tolist()))
+    assert outs[0] == outs[1]

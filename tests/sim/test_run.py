@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from radixbench.cache.evictor import EVICTORS
+from radixbench.cache.matcher import MATCHERS
+from radixbench.sim import SimConfig, Variant, resolve_device, run_variant
+from radixbench.workloads import load_mooncake
+
+CPU = torch.device("cpu")
+
+
+def test_all_requests_finish_and_times_are_ordered(trace200, small_cfg) -> None:
+    res = run_variant(trace200, small_cfg, Variant(), CPU)
+    df = res.requests
+    assert len(df) == len(trace200)
+    assert (df["status"] == "finished").all()
+    assert (df["ttft_s"] > 0).all()
+    assert (df["e2e_s"] >= df["ttft_s"]).all()
+    assert (df["prefix_hit_tokens"] < df["input_len"]).all()
+    # Every request shares block 0 (512 tokens), so later ones hit the cache.
+    assert df["prefix_hit_tokens"].sum() > 0
+    ops = res.ops
+    assert {"match_prefix", "insert", "evict", "build_extend", "build_decode",
+            "cache_finished_req", "inc_lock_ref", "dec_lock_ref", "alloc"} <= set(ops["op"])
+    assert (ops["ns"] > 0).all()
+    assert (ops.loc[ops.op == "insert", "key_len"] > 0).all()
+
+
+def test_variants_see_identical_schedule(trace200, small_cfg) -> None:
+    frames = []
+    for e in EVICTORS:
+        for m in MATCHERS:
+            r = run_variant(trace200, small_cfg, Variant(e, m, "numpy"), CPU)
+            frames.append(r.requests.drop(columns="variant"))
+    for f in frames[1:]:
+        pd.testing.assert_frame_equal(frames[0], f)
+
+
+def test_same_config_is_deterministic(trace200, small_cfg) -> None:
+    a = run_variant(trace200, small_cfg, Variant("persistent-heap", "galloping"), CPU)
+    b = run_variant(trace200, small_cfg, Variant("persistent-heap", "galloping"), CPU)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    cols = ["op", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"]
+    pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])
+
+
+def test_too_long_request_is_rejected_not_crashed() -> None:
+    trace = load_mooncake(max_requests=20)
+    longest = max(t.input_length + t.output_length for t in trace)
+    cfg = SimConfig(kv_capacity_tokens=longest - 1, max_running=4)
+    df = run_variant(trace, cfg, Variant(), CPU).requests
+    assert (df["status"] == "rejected").sum() >= 1
+    assert set(df["status"]) <= {"finished", "rejected"}
+
+
+def test_resolve_device() -> None:
+    assert resolve_device("cpu").type == "cpu"
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="unknown device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA"):
+            resolve_device("cuda")
+
+
+@pytest.mark.parametrize("kwargs", [{"kv_capacity_tokens": 0}, {"max_running": -1},
+                                    {"policy": "nope"}, {"clock": "coupled-ish"}])
+def test_sim_config_validation(kwargs) -> None:
+    with pytest.raises(ValueError):
+        SimConfig(**kwargs)
+
+
+def test_interleaved_equals_sequential(trace200, small_cfg) -> None:
+    from radixbench.sim import VariantSim, run_interleaved
+
+    variants = [Variant("heapify", "linear"), Variant("persistent-heap", "galloping", "sum")]
+    seq = [run_variant(trace200, small_cfg, v, CPU) for v in variants]
+    inter = run_interleaved([VariantSim(trace200, small_cfg, v, CPU) for v in variants],
+                            slice_events=7)
+    cols = ["op", "key_len", "result", "tree_nodes", "evictable_leaves", "sim_time_s"]
+    for a, b in zip(seq, inter):
+        pd.testing.assert_frame_equal(a.requests, b.requests)
+        pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])

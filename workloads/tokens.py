@@ -1,0 +1,160 @@
+"""Deterministic synthetic token ids for hash-block traces.
+
+Traces such as Mooncake FAST'25 publish only ``hash_ids`` of 512-token prompt blocks, not
+the tokens. A radix cache needs concrete token ids, so each block hash is expanded into
+``block_size`` pseudo-random token ids with a splitmix64-style integer mix: equal hash
+prefixes give equal token prefixes, and different hashes give different tokens with
+overwhelming probability. Output tokens come from a separate stream seeded by the request id.
+"""
+
+from __future__ import annotations
+
+import functools
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["DEFAULT_VOCAB_SIZE", "block_tokens", "output_tokens"]
+
+DEFAULT_VOCAB_SIZE = 128256
+"""Vocabulary size of the Llama-3 tokenizer, the default token-id range."""
+
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15  # splitmix64 increment (odd: multiplying by it is a bijection)
+_MUL1 = 0xBF58476D1CE4E5B9
+_MUL2 = 0x94D049BB133111EB
+_BLOCK_SALT = 0x5DEECE66D2B79F5A  # stream of prompt-block tokens
+_OUTPUT_SALT = 0xD1B54A32D192ED03  # stream of output tokens (distinct from the above)
+
+_U64 = np.uint64
+_U30, _U27, _U31 = _U64(30), _U64(27), _U64(31)
+_UMUL1, _UMUL2, _UGAMMA = _U64(_MUL1), _U64(_MUL2), _U64(_GAMMA)
+_UBLOCK_SALT = _U64(_BLOCK_SALT)
+
+U64Array = npt.NDArray[np.uint64]
+
+
+def _mix64_int(z: int) -> int:
+    """splitmix64 finalizer on a Python int (taken mod 2**64)."""
+    z &= _MASK64
+    z = ((z ^ (z >> 30)) * _MUL1) & _MASK64
+    z = ((z ^ (z >> 27)) * _MUL2) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _mix64_inplace(z: U64Array) -> U64Array:
+    """splitmix64 finalizer applied elementwise, in place, on a uint64 array (wraps mod 2**64)."""
+    z ^= z >> _U30
+    z *= _UMUL1
+    z ^= z >> _U27
+    z *= _UMUL2
+    z ^= z >> _U31
+    return z
+
+
+@functools.lru_cache(maxsize=16)
+def _positions(block_size: int) -> U64Array:
+    pos = np.arange(block_size, dtype=np.uint64)
+    pos.flags.writeable = False
+    return pos
+
+
+def _to_array_q(ids: U64Array, vocab_size: int) -> array[int]:
+    ids %= _U64(vocab_size)
+    out = array("q")
+    out.frombytes(ids.view(np.int64).tobytes())
+    return out
+
+
+def _check_vocab(vocab_size: int) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= 0:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    if vocab_size > 2**63:
+        raise ValueError(f"vocab_size must be <= 2**63 to fit int64 ids, got {vocab_size}")
+
+
+def block_tokens(
+    hash_ids: Sequence[int],
+    input_length: int,
+    block_size: int = 512,
+    vocab_size: int = DEFAULT_VOCAB_SIZE,
+) -> array[int]:
+    """Expand prompt block hashes into deterministic token ids.
+
+    Follows the Mooncake FAST'25 trace format (``hash_ids`` of 512-token blocks). Token
+    ``j`` of block ``b`` is ``mix64(x * GAMMA + SALT) % vocab_size`` with
+    ``x = hash_ids[b] * block_size + j`` (uint64 arithmetic, wrapping), ``mix64`` the
+    splitmix64 finalizer. Blocks are concatenated and cut to ``input_length`` tokens, so
+    the result depends only on the hashes of the first ``ceil(input_length / block_size)``
+    blocks; equal hash prefixes give equal token prefixes. Computed with one vectorised
+    numpy chain (about 0.1 ms per 10k tokens).
+
+    Args:
+        hash_ids: block hashes, ints in ``[0, 2**63)``.
+        input_length: prompt length in tokens, ``0 <= input_length <=
+            len(hash_ids) * block_size``.
+        block_size: tokens per block (> 0).
+        vocab_size: token ids are in ``[0, vocab_size)`` (> 0).
+
+    Returns:
+        ``array('q')`` (int64) of ``input_length`` token ids.
+
+    Raises:
+        ValueError: a negative ``input_length``, one longer than the blocks cover, a
+            non-positive ``block_size`` or ``vocab_size``, or a hash outside ``[0, 2**63)``.
+    """
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
+        raise ValueError(f"block_size must be a positive int (tokens), got {block_size!r}")
+    _check_vocab(vocab_size)
+    if input_length < 0:
+        raise ValueError(f"input_length must be >= 0 tokens, got {input_length}")
+    n_blocks = -(-input_length // block_size)
+    if n_blocks > len(hash_ids):
+        raise ValueError(
+            f"input_length {input_length} needs {n_blocks} blocks of {block_size} tokens, "
+            f"but only {len(hash_ids)} hash_ids are given"
+        )
+    try:
+        hashes = np.array(hash_ids[:n_blocks], dtype=np.int64)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise ValueError(f"hash_ids must be ints in [0, 2**63): {exc}") from None
+    if hashes.ndim != 1 or (hashes.size and int(hashes.min()) < 0):
+        raise ValueError("hash_ids must be a flat sequence of ints in [0, 2**63)")
+    x = hashes.view(np.uint64) * _U64(block_size)
+    z = (x[:, None] + _positions(block_size)[None, :]).reshape(-1)[:input_length]
+    z *= _UGAMMA
+    z += _UBLOCK_SALT
+    return _to_array_q(_mix64_inplace(z), vocab_size)
+
+
+def output_tokens(rid: int, n: int, vocab_size: int = DEFAULT_VOCAB_SIZE) -> array[int]:
+    """Deterministic synthetic output token ids of request ``rid``.
+
+    A splitmix64 stream: ``seed = mix64(rid ^ OUTPUT_SALT)`` and token ``i`` is
+    ``mix64(seed + (i + 1) * GAMMA) % vocab_size`` (uint64, wrapping). The salt keeps this
+    stream apart from :func:`block_tokens`; the same ``rid`` always gives the same tokens
+    and a longer ``n`` extends a shorter one.
+
+    Args:
+        rid: request id (>= 0), e.g. :attr:`TraceRequest.rid`.
+        n: number of output tokens (>= 0).
+        vocab_size: token ids are in ``[0, vocab_size)`` (> 0).
+
+    Returns:
+        ``array('q')`` (int64) of ``n`` token ids.
+
+    Raises:
+        ValueError: ``rid`` or ``n`` negative, or ``vocab_size`` not > 0.
+    """
+    if rid < 0:
+        raise ValueError(f"rid must be >= 0, got {rid}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0 tokens, got {n}")
+    _check_vocab(vocab_size)
+    seed = _mix64_int(rid ^ _OUTPUT_SALT)
+    z = np.arange(1, n + 1, dtype=np.uint64)
+    z *= _UGAMMA
+    z += _U64(seed)
+    return _to_array_q(_mix64_inplace(z), vocab_size)
