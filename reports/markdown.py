@@ -1,0 +1,205 @@
+"""``report.md``: the human-readable run report.
+
+:func:`write_report_md` renders the run metadata, the cross-variant equivalence verdict, the
+summary tables (:mod:`radixbench.reports.summary`) as Markdown pipe tables, and relative links
+to the plots and stored tables, and writes ``<run_dir>/report.md`` atomically.
+
+Pipe tables are produced by the small :func:`pipe_table` formatter here rather than
+``DataFrame.to_markdown`` (which needs the optional ``tabulate`` dependency).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radixbench.reports._atomic import atomic_paths
+
+__all__ = ["format_cell", "pipe_table", "write_report_md"]
+
+#: Meta keys shown first, in this order, with their labels (missing ones show "n/a").
+_META_FIELDS: tuple[tuple[str, str], ...] = (
+    ("scenario", "scenario"),
+    ("requests", "requests"),
+    ("seed", "seed"),
+    ("device", "device"),
+    ("clock_mode", "clock mode"),
+    ("wall_s", "wall time"),
+)
+
+
+def format_cell(value: Any) -> str:
+    """Format one table cell: floats to 6 significant digits (whole numbers, no exponent, at
+    >= 1e6), non-finite floats as ``n/a``/``inf``/``-inf``, ``|`` and newlines escaped."""
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        if math.isnan(x):
+            return "n/a"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:.0f}" if abs(x) >= 1e6 else f"{x:.6g}"
+    if value is None:
+        return "n/a"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def pipe_table(df: pd.DataFrame) -> str:
+    """Render ``df`` (without its index) as a GitHub-flavoured Markdown pipe table.
+
+    Numeric columns are right-aligned, others left-aligned. An empty frame renders as the
+    italic line ``_no rows_``.
+    """
+    if df.empty:
+        return "_no rows_"
+    header = [format_cell(c) for c in df.columns]
+    align = [
+        "---:" if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        else ":---"
+        for c in df.columns
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    for row in df.itertuples(index=False, name=None):
+        lines.append("| " + " | ".join(format_cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _rel(path: Path | str, run_dir: Path) -> str:
+    """``path`` relative to ``run_dir``, POSIX-style, for a Markdown link."""
+    return Path(os.path.relpath(Path(path), run_dir)).as_posix()
+
+
+def _meta_block(meta: Mapping[str, Any]) -> list[str]:
+    """Bullet list of the run metadata (known fields first, then any extra keys)."""
+    lines = []
+    for key, label in _META_FIELDS:
+        value = meta.get(key)
+        if key == "clock_mode" and value is None:
+            value = "isolated"
+        if key == "wall_s" and isinstance(value, (int, float)):
+            shown = f"{float(value):.1f} s"
+        else:
+            shown = "n/a" if value is None else str(value)
+        lines.append(f"- **{label}**: {shown}")
+    known = {k for k, _ in _META_FIELDS}
+    lines.extend(f"- **{k}**: {v}" for k, v in meta.items() if k not in known)
+    return lines
+
+
+def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
+    """Section stating the equivalence verdict; a divergence shows the first differing rid."""
+    variants: Sequence[str] = list(equivalence.get("variants", []))
+    n_requests = equivalence.get("n_requests", "n/a")
+    if equivalence.get("ok"):
+        return [
+            "## Equivalence: PASS",
+            "",
+            f"All {len(variants)} variants ({', '.join(f'`{v}`' for v in variants)}) produced "
+            f"identical `prefix_hit_tokens` for all {n_requests} requests.",
+        ]
+    lines = [
+        "## Equivalence: FAILED",
+        "",
+        "> **EQUIVALENCE FAILED: the variants do NOT produce identical `prefix_hit_tokens`.**",
+        "> The variants did different work, so the latency comparisons below are not "
+        "like-for-like.",
+        "",
+        f"Variants compared: {', '.join(f'`{v}`' for v in variants) or 'n/a'}; "
+        f"requests: {n_requests}.",
+        "",
+    ]
+    first = equivalence.get("first_diff")
+    if not first:
+        lines.append("No first differing request was recorded.")
+        return lines
+    values: Mapping[str, Any] = first.get("values", {})
+    lines += [
+        f"**First differing request: rid {first.get('rid')}**",
+        "",
+        pipe_table(
+            pd.DataFrame(
+                {"variant": list(values), "prefix_hit_tokens": [values[v] for v in values]}
+            )
+        ),
+    ]
+    return lines
+
+
+def write_report_md(
+    run_dir: Path | str,
+    *,
+    meta: Mapping[str, Any],
+    op_summary: pd.DataFrame,
+    variant_summary: pd.DataFrame,
+    speedups: pd.DataFrame,
+    equivalence: Mapping[str, Any],
+    plots: Mapping[str, Path],
+    tables: Mapping[str, tuple[Path, Path]],
+) -> Path:
+    """Write ``<run_dir>/report.md`` atomically and return its path.
+
+    ``meta`` keys shown: ``scenario``, ``requests``, ``seed``, ``device``, ``clock_mode``
+    (default ``"isolated"``), ``wall_s`` (wall time, s), then any others. ``equivalence`` has
+    ``ok`` (bool), ``n_requests`` (int), ``variants`` (list of names) and ``first_diff``
+    (``None`` or ``{"rid": int, "values": {variant: prefix_hit_tokens}}``); a failed check is
+    flagged at the top and detailed with the first differing request. ``plots`` maps a name to
+    a PNG path and ``tables`` a stem to its ``(parquet, csv)`` paths; both are linked relative
+    to ``run_dir``. Latencies in the tables are ns (``total_ms`` ms), times s, lengths tokens.
+    """
+    run_dir = Path(run_dir)
+    title = meta.get("scenario", "run")
+    lines = [f"# radixbench report: {title}", ""]
+    if not equivalence.get("ok"):
+        lines += [
+            "> **WARNING: EQUIVALENCE FAILED** - variants disagree on prefix hits "
+            "(see [Equivalence](#equivalence-failed)).",
+            "",
+        ]
+    lines += ["## Run", "", *_meta_block(meta), ""]
+    lines += [*_equivalence_block(equivalence), ""]
+    lines += [
+        "## Variants",
+        "",
+        "Requests, prefix hits (tokens; hit rate over finished requests), TTFT and E2E (s).",
+        "",
+        pipe_table(variant_summary),
+        "",
+        "## Speed-ups",
+        "",
+        "Ratio = baseline / variant (> 1: the variant is faster than its baseline). `evict` "
+        "compares evictors and `match_prefix` compares matchers, other axes held equal.",
+        "",
+        pipe_table(speedups),
+        "",
+        "## Per-op latency",
+        "",
+        "Latency per call in ns; `total_ms` is the summed time in ms.",
+        "",
+        pipe_table(op_summary),
+        "",
+        "## Plots",
+        "",
+    ]
+    if plots:
+        for name, path in plots.items():
+            lines += [f"### {name}", "", f"![{name}]({_rel(path, run_dir)})", ""]
+    else:
+        lines += ["_no plots_", ""]
+    lines += ["## Tables", ""]
+    if tables:
+        for stem, (parquet, csv) in tables.items():
+            lines.append(
+                f"- `{stem}`: [parquet]({_rel(parquet, run_dir)}) | [csv]({_rel(csv, run_dir)})"
+            )
+    else:
+        lines.append("_no tables_")
+    text = "\n".join(lines) + "\n"
+    path = run_dir / "report.md"
+    with atomic_paths(path) as (tmp,):
+        tmp.write_text(text, encoding="utf-8")
+    return path

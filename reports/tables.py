@@ -1,0 +1,124 @@
+"""Input table schemas (docs/CONTRACTS.md) and their validation and storage.
+
+Two tables flow from the simulator into the reports:
+
+* the per-request table (:data:`REQUEST_COLUMNS`), one row per request per variant; times are
+  in seconds (s) of simulated time, lengths in tokens;
+* the per-op table (:data:`OP_COLUMNS`), one row per timed cache operation; ``ns`` is the
+  ``perf_counter_ns`` wall time of the call in nanoseconds (ns), ``key_len``/``result`` are in
+  tokens, ``sim_time_s`` is simulated time in seconds.
+
+Tables are stored as ``<stem>.parquet`` (the canonical, typed copy that :func:`read_table`
+reads) plus ``<stem>.csv`` (for humans and spreadsheets), both written atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from radixbench.reports._atomic import atomic_paths
+
+__all__ = [
+    "OP_COLUMNS",
+    "REQUEST_COLUMNS",
+    "REQUEST_STATUSES",
+    "read_table",
+    "validate_frame",
+    "write_table",
+]
+
+#: Per-request table: column name -> dtype name ("str", "int64" or "float64").
+#: Units: ``*_s`` seconds of simulated time; ``input_len``/``output_len``/``prefix_hit_tokens``
+#: tokens; ``status`` is one of :data:`REQUEST_STATUSES`.
+REQUEST_COLUMNS: dict[str, str] = {
+    "variant": "str",
+    "rid": "int64",
+    "arrival_s": "float64",
+    "input_len": "int64",
+    "output_len": "int64",
+    "prefix_hit_tokens": "int64",
+    "first_token_s": "float64",
+    "finish_s": "float64",
+    "ttft_s": "float64",
+    "e2e_s": "float64",
+    "status": "str",
+}
+
+#: Per-op table: column name -> dtype name. ``ns`` is wall time in nanoseconds; ``key_len`` and
+#: ``result`` are tokens; ``tree_nodes``/``tree_tokens``/``evictable_leaves`` describe the tree
+#: before the call; ``sim_time_s`` is simulated time in seconds.
+OP_COLUMNS: dict[str, str] = {
+    "variant": "str",
+    "op": "str",
+    "ns": "int64",
+    "key_len": "int64",
+    "result": "int64",
+    "tree_nodes": "int64",
+    "tree_tokens": "int64",
+    "evictable_leaves": "int64",
+    "sim_time_s": "float64",
+}
+
+#: Allowed values of the per-request ``status`` column.
+REQUEST_STATUSES: tuple[str, ...] = ("finished", "rejected")
+
+
+def _dtype_ok(series: pd.Series, expected: str) -> bool:
+    """Return whether ``series`` has the contract dtype ``expected``.
+
+    ``"str"`` accepts pandas string dtypes and ``object`` columns holding only ``str`` values
+    (pandas < 3 stores strings as ``object``); ``"int64"``/``"float64"`` require exactly that
+    NumPy dtype (no nullable extension types, no silent widening).
+    """
+    if expected == "str":
+        if isinstance(series.dtype, pd.StringDtype):
+            return True
+        if series.dtype == np.dtype(object):
+            return bool(series.map(lambda v: isinstance(v, str)).all())
+        return False
+    return bool(series.dtype == np.dtype(expected))
+
+
+def validate_frame(df: pd.DataFrame, columns: Mapping[str, str], name: str) -> None:
+    """Check that ``df`` has every column of ``columns`` with the declared dtype.
+
+    Extra columns are allowed. Raises :class:`ValueError` with a one-line message naming the
+    table (``name``) and the first missing or mistyped column, e.g.
+    ``"ops table: column 'ns' has dtype float64, expected int64"``.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"{name} table: expected a pandas DataFrame, got {type(df).__name__}")
+    for column, expected in columns.items():
+        if column not in df.columns:
+            raise ValueError(f"{name} table: missing column {column!r} (expected {expected})")
+        if not _dtype_ok(df[column], expected):
+            raise ValueError(
+                f"{name} table: column {column!r} has dtype {df[column].dtype}, expected {expected}"
+            )
+
+
+def write_table(df: pd.DataFrame, directory: Path | str, stem: str) -> tuple[Path, Path]:
+    """Write ``df`` to ``<directory>/<stem>.parquet`` and ``<directory>/<stem>.csv``.
+
+    Both files are serialized to temporary files in ``directory`` first and only then moved
+    over the targets with :func:`os.replace`; if either serialization fails, neither existing
+    file is touched and no temporary file remains. The index is not written.
+
+    Returns ``(parquet_path, csv_path)``.
+    """
+    directory = Path(directory)
+    parquet_path = directory / f"{stem}.parquet"
+    csv_path = directory / f"{stem}.csv"
+    with atomic_paths(parquet_path, csv_path) as (parquet_tmp, csv_tmp):
+        df.to_parquet(parquet_tmp, engine="pyarrow", index=False)
+        df.to_csv(csv_tmp, index=False)
+    return parquet_path, csv_path
+
+
+def read_table(directory: Path | str, stem: str) -> pd.DataFrame:
+    """Read the table ``<directory>/<stem>.parquet`` written by :func:`write_table`."""
+    return pd.read_parquet(Path(directory) / f"{stem}.parquet", engine="pyarrow")

@@ -1,0 +1,167 @@
+"""Synthetic per-request and per-op tables for the reports tests.
+
+Four variants ("<evictor>/<matcher>/<flatten>") are simulated with a fixed NumPy seed:
+
+* evict latency (ns) grows linearly in ``evictable_leaves`` for ``heapify`` and
+  logarithmically for ``persistent-heap`` (so heapify is the slower evictor);
+* match_prefix latency (ns) grows linearly in ``key_len`` (tokens) for ``linear`` and
+  logarithmically for ``galloping`` (so linear is the slower matcher);
+* requests have identical prefix hits (tokens) across variants, about 10 % rejected
+  (timing columns NaN), and per-variant TTFT/E2E (s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+VARIANTS = [
+    "heapify/linear/chain",
+    "heapify/galloping/chain",
+    "persistent-heap/linear/chain",
+    "persistent-heap/galloping/chain",
+]
+
+N_REQUESTS = 300
+OP_COUNTS = {"match_prefix": 400, "insert": 300, "evict": 150, "build_extend": 100}
+OP_COUNTS_EXTRA = {"inc_lock_ref": 120}
+
+
+def _noise(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Multiplicative log-normal noise with median 1."""
+    return rng.lognormal(mean=0.0, sigma=0.25, size=n)
+
+
+def make_requests(seed: int = 1234) -> pd.DataFrame:
+    """Per-request table (docs/CONTRACTS.md) for all :data:`VARIANTS`."""
+    rng = np.random.default_rng(seed)
+    rid = np.arange(N_REQUESTS, dtype=np.int64)
+    arrival = np.cumsum(rng.exponential(0.05, N_REQUESTS))
+    input_len = rng.integers(256, 8192, N_REQUESTS).astype(np.int64)
+    output_len = rng.integers(16, 512, N_REQUESTS).astype(np.int64)
+    rejected = rng.random(N_REQUESTS) < 0.1
+    hit = (rng.random(N_REQUESTS) * input_len // 512 * 512).astype(np.int64)
+    hit[rejected] = 0
+    frames = []
+    for i, variant in enumerate(VARIANTS):
+        ttft = 0.02 + (input_len - hit) * 2e-6 * (1 + 0.1 * i) * _noise(rng, N_REQUESTS)
+        e2e = ttft + output_len * 0.01 * _noise(rng, N_REQUESTS)
+        first = arrival + ttft
+        finish = arrival + e2e
+        nan = np.where(rejected, np.nan, 1.0)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "variant": [variant] * N_REQUESTS,
+                    "rid": rid,
+                    "arrival_s": arrival.astype(np.float64),
+                    "input_len": input_len,
+                    "output_len": output_len,
+                    "prefix_hit_tokens": hit,
+                    "first_token_s": first * nan,
+                    "finish_s": finish * nan,
+                    "ttft_s": ttft * nan,
+                    "e2e_s": e2e * nan,
+                    "status": np.where(rejected, "rejected", "finished").tolist(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _op_ns(
+    rng: np.random.Generator, variant: str, op: str, key_len: np.ndarray, leaves: np.ndarray
+) -> np.ndarray:
+    """Synthetic wall time (ns) of ``op`` under ``variant``."""
+    evictor, matcher, _ = variant.split("/")
+    n = key_len.size
+    if op == "evict":
+        base = 40.0 * leaves if evictor == "heapify" else 300.0 * np.log2(leaves + 1.0)
+    elif op == "match_prefix":
+        base = 3.0 * key_len if matcher == "linear" else 150.0 * np.log2(key_len + 1.0)
+    elif op == "insert":
+        base = 2.0 * key_len + 500.0
+    elif op == "build_extend":
+        base = 50.0 * key_len
+    else:
+        base = np.full(n, 200.0)
+    return np.maximum(base * _noise(rng, n), 1.0).astype(np.int64)
+
+
+def make_ops(seed: int = 99, counts: dict[str, int] | None = None) -> pd.DataFrame:
+    """Per-op table (docs/CONTRACTS.md) for all :data:`VARIANTS`."""
+    counts = counts if counts is not None else {**OP_COUNTS, **OP_COUNTS_EXTRA}
+    rng = np.random.default_rng(seed)
+    frames = []
+    for variant in VARIANTS:
+        for op, n in counts.items():
+            key_len = np.exp(rng.uniform(np.log(16), np.log(32768), n)).astype(np.int64)
+            leaves = np.exp(rng.uniform(np.log(8), np.log(100_000), n)).astype(np.int64)
+            ns = _op_ns(rng, variant, op, key_len, leaves)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "variant": [variant] * n,
+                        "op": [op] * n,
+                        "ns": ns,
+                        "key_len": key_len,
+                        "result": (key_len * rng.random(n)).astype(np.int64),
+                        "tree_nodes": (leaves * 2).astype(np.int64),
+                        "tree_tokens": (leaves * 600).astype(np.int64),
+                        "evictable_leaves": leaves,
+                        "sim_time_s": np.sort(rng.uniform(0.0, 60.0, n)),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture
+def requests_df() -> pd.DataFrame:
+    """Synthetic per-request table, 4 variants x 300 requests."""
+    return make_requests()
+
+
+@pytest.fixture
+def ops_df() -> pd.DataFrame:
+    """Synthetic per-op table, 4 variants x 5 ops."""
+    return make_ops()
+
+
+@pytest.fixture
+def equivalence_ok() -> dict:
+    """A passing equivalence result for the synthetic run."""
+    return {"ok": True, "n_requests": N_REQUESTS, "variants": list(VARIANTS), "first_diff": None}
+
+
+@pytest.fixture
+def equivalence_bad() -> dict:
+    """A failing equivalence result whose first differing request is rid 17."""
+    values = dict.fromkeys(VARIANTS, 1024)
+    values["persistent-heap/galloping/chain"] = 1536
+    return {
+        "ok": False,
+        "n_requests": N_REQUESTS,
+        "variants": list(VARIANTS),
+        "first_diff": {"rid": 17, "values": values},
+    }
+
+
+@pytest.fixture
+def meta() -> dict:
+    """Run metadata as the harness passes it."""
+    return {
+        "scenario": "synthetic-smoke",
+        "requests": N_REQUESTS,
+        "seed": 1234,
+        "device": "cpu",
+        "clock_mode": "isolated",
+        "wall_s": 12.34,
+    }
+
+
+@pytest.fixture
+def ops_factory():
+    """The :func:`make_ops` builder, for tests that need a custom op mix."""
+    return make_ops

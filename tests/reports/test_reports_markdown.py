@@ -1,0 +1,131 @@
+"""Tests for radixbench.reports.markdown: report.md content, tables, links, atomicity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.markdown import format_cell, pipe_table, write_report_md
+from radixbench.reports.summary import op_summary, speedups, variant_summary
+
+BASELINE = {"evictor": "heapify", "matcher": "linear"}
+
+
+def _write(run_dir: Path, requests_df, ops_df, meta, equivalence) -> str:
+    ops_sum = op_summary(ops_df)
+    plots = {"op_cdf": run_dir / "plots" / "op_cdf.png"}
+    tables = {"ops": (run_dir / "ops.parquet", run_dir / "ops.csv")}
+    path = write_report_md(
+        run_dir,
+        meta=meta,
+        op_summary=ops_sum,
+        variant_summary=variant_summary(requests_df),
+        speedups=speedups(ops_sum, BASELINE),
+        equivalence=equivalence,
+        plots=plots,
+        tables=tables,
+    )
+    assert path == run_dir / "report.md"
+    return path.read_text(encoding="utf-8")
+
+
+def test_pass_report(tmp_path, requests_df, ops_df, meta, equivalence_ok) -> None:
+    text = _write(tmp_path, requests_df, ops_df, meta, equivalence_ok)
+    assert text.startswith("# radixbench report: synthetic-smoke\n")
+    assert "## Equivalence: PASS" in text
+    assert "identical `prefix_hit_tokens` for all 300 requests" in text
+    assert "FAILED" not in text
+    for line in (
+        "- **scenario**: synthetic-smoke",
+        "- **requests**: 300",
+        "- **seed**: 1234",
+        "- **device**: cpu",
+        "- **clock mode**: isolated",
+        "- **wall time**: 12.3 s",
+    ):
+        assert line in text
+    # every variant appears in the variant table, every op in the op table
+    for variant in equivalence_ok["variants"]:
+        assert f"| {variant} | 300 |" in text
+    assert "| evict | persistent-heap/linear/chain | heapify/linear/chain |" in text
+    # relative links only
+    assert "![op_cdf](plots/op_cdf.png)" in text
+    assert "[parquet](ops.parquet) | [csv](ops.csv)" in text
+    assert str(tmp_path) not in text
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_failed_equivalence_is_loud(tmp_path, requests_df, ops_df, meta, equivalence_bad) -> None:
+    text = _write(tmp_path, requests_df, ops_df, meta, equivalence_bad)
+    head = text.split("## Run")[0]
+    assert "EQUIVALENCE FAILED" in head  # flagged before anything else
+    assert "## Equivalence: FAILED" in text
+    assert "PASS" not in text
+    assert "**First differing request: rid 17**" in text
+    section = text.split("## Equivalence: FAILED")[1].split("## Variants")[0]
+    assert "| persistent-heap/galloping/chain | 1536 |" in section
+    for variant in ("heapify/linear/chain", "heapify/galloping/chain"):
+        assert f"| {variant} | 1024 |" in section
+
+
+def test_failed_equivalence_without_diff(tmp_path, requests_df, ops_df, meta) -> None:
+    eq = {"ok": False, "n_requests": 3, "variants": ["a/b/c"], "first_diff": None}
+    text = _write(tmp_path, requests_df, ops_df, meta, eq)
+    assert "## Equivalence: FAILED" in text
+    assert "No first differing request was recorded." in text
+
+
+def test_missing_meta_defaults(tmp_path, requests_df, ops_df, equivalence_ok) -> None:
+    text = _write(tmp_path, requests_df, ops_df, {"scenario": "s", "extra": "x"}, equivalence_ok)
+    assert "- **clock mode**: isolated" in text
+    assert "- **seed**: n/a" in text
+    assert "- **extra**: x" in text
+
+
+def test_failed_write_keeps_old_report(
+    tmp_path, requests_df, ops_df, meta, equivalence_ok, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "report.md").write_text("old report\n", encoding="utf-8")
+
+    def boom(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "write_text", boom)
+    with pytest.raises(OSError, match="disk full"):
+        _write(tmp_path, requests_df, ops_df, meta, equivalence_ok)
+    monkeypatch.undo()
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == "old report\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_pipe_table_format() -> None:
+    df = pd.DataFrame(
+        {"name": ["a|b", "c"], "n": np.array([1, 22], dtype=np.int64), "x": [0.5, np.nan]}
+    )
+    assert pipe_table(df).splitlines() == [
+        "| name | n | x |",
+        "| :--- | ---: | ---: |",
+        "| a\\|b | 1 | 0.5 |",
+        "| c | 22 | n/a |",
+    ]
+    assert pipe_table(df.iloc[0:0]) == "_no rows_"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (1.23456789, "1.23457"),
+        (12345.678, "12345.7"),
+        (2_500_000.4, "2500000"),
+        (float("inf"), "inf"),
+        (np.float64("nan"), "n/a"),
+        (np.int64(7), "7"),
+        (None, "n/a"),
+        ("x\ny", "x y"),
+    ],
+)
+def test_format_cell(value, shown) -> None:
+    assert format_cell(value) == shown

@@ -1,0 +1,210 @@
+"""Tests for radixbench.reports.summary: op/variant summaries and speed-up ratios."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.summary import (
+    FLATTEN_AXIS,
+    OP_SUMMARY_COLUMNS,
+    SPEEDUP_COLUMNS,
+    VARIANT_SUMMARY_COLUMNS,
+    axis_speedup,
+    op_summary,
+    speedups,
+    variant_summary,
+)
+
+BASELINE = {"evictor": "heapify", "matcher": "linear"}
+
+
+def test_op_summary_matches_numpy(ops_df: pd.DataFrame) -> None:
+    summary = op_summary(ops_df)
+    assert list(summary.columns) == OP_SUMMARY_COLUMNS
+    pairs = ops_df[["op", "variant"]].drop_duplicates()
+    assert len(summary) == len(pairs) == 4 * 5
+    assert summary[["op", "variant"]].values.tolist() == sorted(pairs.values.tolist())
+    for row in summary.itertuples(index=False):
+        ns = ops_df.loc[(ops_df["op"] == row.op) & (ops_df["variant"] == row.variant), "ns"]
+        ns = ns.to_numpy()
+        assert row.count == ns.size
+        assert row.mean_ns == pytest.approx(ns.mean(), rel=1e-12)
+        assert row.p50_ns == np.percentile(ns, 50)
+        assert row.p90_ns == np.percentile(ns, 90)
+        assert row.p99_ns == np.percentile(ns, 99)
+        assert row.max_ns == ns.max()
+        assert row.total_ms == pytest.approx(ns.sum() / 1e6, rel=1e-12)
+
+
+def test_op_summary_small_exact() -> None:
+    ops = pd.DataFrame(
+        {"variant": ["v"] * 4, "op": ["insert"] * 4, "ns": np.array([10, 20, 30, 1000])}
+    )
+    (row,) = op_summary(ops).to_dict("records")
+    assert row["p50_ns"] == 25.0  # linear interpolation, as numpy
+    assert row["p90_ns"] == pytest.approx(30 + 0.7 * 970)
+    assert row["max_ns"] == 1000
+    assert row["total_ms"] == pytest.approx(1060 / 1e6)
+
+
+def test_op_summary_empty(ops_df: pd.DataFrame) -> None:
+    summary = op_summary(ops_df.iloc[0:0])
+    assert summary.empty
+    assert list(summary.columns) == OP_SUMMARY_COLUMNS
+
+
+def test_variant_summary_matches_manual(requests_df: pd.DataFrame) -> None:
+    raw = variant_summary(requests_df)
+    assert list(raw.columns) == VARIANT_SUMMARY_COLUMNS
+    summary = raw.set_index("variant")
+    assert sorted(summary.index) == sorted(requests_df["variant"].unique())
+    for variant, group in requests_df.groupby("variant"):
+        fin = group[group["status"] == "finished"]
+        row = summary.loc[variant]
+        assert row["requests"] == len(group)
+        assert row["finished"] == len(fin)
+        assert row["rejected"] == len(group) - len(fin) > 0
+        hits = sum(int(h) for h in fin["prefix_hit_tokens"])
+        inputs = sum(int(n) for n in fin["input_len"])
+        assert row["prefix_hit_rate"] == pytest.approx(hits / inputs, rel=1e-12)
+        assert row["ttft_p50_s"] == np.percentile(fin["ttft_s"].to_numpy(), 50)
+        assert row["ttft_p99_s"] == np.percentile(fin["ttft_s"].to_numpy(), 99)
+        assert row["e2e_p99_s"] == np.percentile(fin["e2e_s"].to_numpy(), 99)
+        assert row["e2e_mean_s"] == pytest.approx(fin["e2e_s"].mean(), rel=1e-12)
+        assert np.isfinite(row["ttft_mean_s"])
+
+
+def _requests(rows: list[tuple[str, int, int, str]]) -> pd.DataFrame:
+    """Minimal per-request table from (variant, input_len, prefix_hit_tokens, status)."""
+    n = len(rows)
+    finished = np.array([r[3] == "finished" for r in rows])
+    t = np.where(finished, 1.0, np.nan)
+    return pd.DataFrame(
+        {
+            "variant": [r[0] for r in rows],
+            "rid": np.arange(n, dtype=np.int64),
+            "arrival_s": np.zeros(n),
+            "input_len": np.array([r[1] for r in rows], dtype=np.int64),
+            "output_len": np.ones(n, dtype=np.int64),
+            "prefix_hit_tokens": np.array([r[2] for r in rows], dtype=np.int64),
+            "first_token_s": t,
+            "finish_s": t * 2,
+            "ttft_s": t,
+            "e2e_s": t * 2,
+            "status": [r[3] for r in rows],
+        }
+    )
+
+
+def test_hit_rate_over_finished_requests_only() -> None:
+    df = _requests(
+        [
+            ("a/b/c", 100, 50, "finished"),
+            ("a/b/c", 300, 0, "finished"),
+            ("a/b/c", 1000, 0, "rejected"),
+            ("x/y/z", 1000, 0, "rejected"),
+        ]
+    )
+    summary = variant_summary(df).set_index("variant")
+    assert summary.loc["a/b/c", "prefix_hit_rate"] == 50 / 400
+    assert summary.loc["a/b/c", "input_tokens"] == 400
+    assert summary.loc["a/b/c", "finished"] == 2
+    assert summary.loc["a/b/c", "rejected"] == 1
+    # nothing finished: no rate, no latencies, but still reported
+    assert summary.loc["x/y/z", "rejected"] == 1
+    assert np.isnan(summary.loc["x/y/z", "prefix_hit_rate"])
+    assert np.isnan(summary.loc["x/y/z", "ttft_p99_s"])
+
+
+def test_unknown_status_rejected() -> None:
+    df = _requests([("a/b/c", 100, 0, "finished"), ("a/b/c", 100, 0, "timeout")])
+    with pytest.raises(ValueError, match="unknown status 'timeout'"):
+        variant_summary(df)
+
+
+def _op_summary(rows: list[tuple[str, str, float, float, float]]) -> pd.DataFrame:
+    """Minimal op summary from (op, variant, p50_ns, p99_ns, total_ms)."""
+    return pd.DataFrame(rows, columns=["op", "variant", "p50_ns", "p99_ns", "total_ms"])
+
+
+def test_ratio_is_baseline_over_variant() -> None:
+    summary = _op_summary(
+        [
+            ("evict", "heapify/linear/chain", 200.0, 1000.0, 8.0),
+            ("evict", "pheap/linear/chain", 100.0, 250.0, 2.0),
+            ("evict", "slow/linear/chain", 400.0, 2000.0, 16.0),
+        ]
+    )
+    raw = axis_speedup(summary, "evict", 0, "heapify")
+    assert list(raw.columns) == SPEEDUP_COLUMNS
+    out = raw.set_index("variant")
+    assert out.loc["pheap/linear/chain", "baseline_variant"] == "heapify/linear/chain"
+    assert out.loc["pheap/linear/chain", ["p50_ratio", "p99_ratio", "total_ratio"]].tolist() == [
+        2.0,
+        4.0,
+        4.0,
+    ]
+    assert out.loc["slow/linear/chain", "p50_ratio"] == 0.5  # slower than baseline -> < 1
+    assert "heapify/linear/chain" not in out.index
+
+
+def test_other_axes_held_equal_and_unpaired_skipped() -> None:
+    summary = _op_summary(
+        [
+            ("match_prefix", "h/linear/chain", 100.0, 100.0, 1.0),
+            ("match_prefix", "h/galloping/chain", 50.0, 50.0, 0.5),
+            ("match_prefix", "h/linear/flat", 1000.0, 1000.0, 10.0),
+            ("match_prefix", "h/galloping/flat", 10.0, 10.0, 0.1),
+            ("match_prefix", "p/galloping/chain", 1.0, 1.0, 0.01),  # no p/linear/chain
+            ("evict", "h/linear/chain", 1.0, 1.0, 1.0),
+        ]
+    )
+    out = axis_speedup(summary, "match_prefix", 1, "linear").set_index("variant")
+    assert sorted(out.index) == ["h/galloping/chain", "h/galloping/flat"]
+    assert out.loc["h/galloping/chain", "p50_ratio"] == 2.0
+    assert out.loc["h/galloping/flat", "p50_ratio"] == 100.0
+    flat = axis_speedup(summary, "match_prefix", FLATTEN_AXIS, "chain").set_index("variant")
+    assert flat.loc["h/linear/flat", "baseline_variant"] == "h/linear/chain"
+    assert flat.loc["h/linear/flat", "p50_ratio"] == 0.1
+
+
+def test_bad_axis_and_zero_latency() -> None:
+    summary = _op_summary([("evict", "a/b/c", 5.0, 5.0, 1.0), ("evict", "z/b/c", 0.0, 0.0, 0.0)])
+    with pytest.raises(ValueError, match="has no axis 3"):
+        axis_speedup(summary, "evict", 3, "a")
+    (row,) = axis_speedup(summary, "evict", 0, "a").to_dict("records")
+    assert row["p50_ratio"] == float("inf")
+
+
+def test_speedups_on_synthetic_run(ops_df: pd.DataFrame) -> None:
+    out = speedups(op_summary(ops_df), BASELINE)
+    evict = out[out["op"] == "evict"].set_index("variant")
+    match = out[out["op"] == "match_prefix"].set_index("variant")
+    assert sorted(evict.index) == [
+        "persistent-heap/galloping/chain",
+        "persistent-heap/linear/chain",
+    ]
+    assert sorted(match.index) == ["heapify/galloping/chain", "persistent-heap/galloping/chain"]
+    assert evict.loc["persistent-heap/linear/chain", "baseline_variant"] == "heapify/linear/chain"
+    assert match.loc["persistent-heap/galloping/chain", "baseline_variant"] == (
+        "persistent-heap/linear/chain"
+    )
+    # heapify evict is linear in leaves and linear match is linear in key length: both slower
+    for ratios in (evict, match):
+        assert (ratios[["p50_ratio", "p99_ratio", "total_ratio"]] > 1.0).all().all()
+    # swapping the baseline inverts the direction
+    swapped = speedups(op_summary(ops_df), {"evictor": "persistent-heap", "matcher": "galloping"})
+    assert (swapped[["p50_ratio", "p99_ratio", "total_ratio"]] < 1.0).all().all()
+
+
+def test_speedups_needs_both_baseline_keys(ops_df: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match="missing key 'matcher'"):
+        speedups(op_summary(ops_df), {"evictor": "heapify"})
+
+
+def test_speedups_empty_summary(ops_df: pd.DataFrame) -> None:
+    out = speedups(op_summary(ops_df.iloc[0:0]), BASELINE)
+    assert out.empty
+    assert list(out.columns) == SPEEDUP_COLUMNS

@@ -1,0 +1,117 @@
+"""Tests for radixbench.reports.tables: schemas, validation, atomic Parquet/CSV storage."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.tables import (
+    OP_COLUMNS,
+    REQUEST_COLUMNS,
+    read_table,
+    validate_frame,
+    write_table,
+)
+
+CONTRACTS = Path(__file__).resolve().parents[2] / "docs" / "CONTRACTS.md"
+
+
+def _contract_section(title_start: str) -> dict[str, str]:
+    """Parse the ``name:type`` pairs of the CONTRACTS.md section whose heading starts so."""
+    text = CONTRACTS.read_text(encoding="utf-8")
+    sections = re.split(r"^## ", text, flags=re.MULTILINE)
+    (body,) = [s for s in sections if s.startswith(title_start)]
+    return dict(re.findall(r"\b(\w+):(str|int64|float64)\b", body))
+
+
+def test_request_columns_match_contract() -> None:
+    expected = _contract_section("sim -> reports: per-request table")
+    assert list(REQUEST_COLUMNS.items()) == list(expected.items())
+
+
+def test_op_columns_match_contract() -> None:
+    expected = _contract_section("sim -> reports: per-op table")
+    assert list(OP_COLUMNS.items()) == list(expected.items())
+
+
+def test_valid_frames_pass(requests_df: pd.DataFrame, ops_df: pd.DataFrame) -> None:
+    validate_frame(requests_df, REQUEST_COLUMNS, "requests")
+    validate_frame(ops_df, OP_COLUMNS, "ops")
+
+
+def test_extra_columns_and_object_strings_allowed(ops_df: pd.DataFrame) -> None:
+    df = ops_df.assign(extra=1.5)
+    df["variant"] = df["variant"].astype(object)
+    validate_frame(df, OP_COLUMNS, "ops")
+
+
+def test_missing_column_named(requests_df: pd.DataFrame) -> None:
+    with pytest.raises(ValueError, match=r"requests table: missing column 'ttft_s'") as info:
+        validate_frame(requests_df.drop(columns=["ttft_s"]), REQUEST_COLUMNS, "requests")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "shown"),
+    [
+        ("rid", lambda s: s.astype(np.float64), "float64"),
+        ("arrival_s", lambda s: s.astype(np.float32), "float32"),
+        ("input_len", lambda s: s.astype(np.int32), "int32"),
+        ("prefix_hit_tokens", lambda s: s.astype("Int64"), "Int64"),
+        ("variant", lambda s: pd.Series(range(len(s)), dtype=object), "object"),
+    ],
+)
+def test_mistyped_column_named(requests_df: pd.DataFrame, column, values, shown) -> None:
+    df = requests_df.copy()
+    df[column] = values(df[column])
+    with pytest.raises(ValueError, match=rf"column '{column}' has dtype {shown}") as info:
+        validate_frame(df, REQUEST_COLUMNS, "requests")
+    assert "\n" not in str(info.value)
+
+
+def test_non_dataframe_rejected() -> None:
+    with pytest.raises(ValueError, match="expected a pandas DataFrame"):
+        validate_frame({"variant": ["a"]}, OP_COLUMNS, "ops")
+
+
+def test_round_trip(tmp_path: Path, ops_df: pd.DataFrame) -> None:
+    parquet, csv = write_table(ops_df, tmp_path, "ops")
+    assert (parquet, csv) == (tmp_path / "ops.parquet", tmp_path / "ops.csv")
+    back = read_table(tmp_path, "ops")
+    pd.testing.assert_frame_equal(back, ops_df)
+    validate_frame(back, OP_COLUMNS, "ops")
+    from_csv = pd.read_csv(csv)
+    assert list(from_csv.columns) == list(ops_df.columns)
+    np.testing.assert_array_equal(from_csv["ns"].to_numpy(), ops_df["ns"].to_numpy())
+
+
+def test_creates_directory_and_leaves_no_temp_files(tmp_path: Path, ops_df: pd.DataFrame) -> None:
+    target = tmp_path / "a" / "b"
+    write_table(ops_df, target, "ops")
+    write_table(ops_df.head(3), target, "ops")  # overwrite
+    assert sorted(p.name for p in target.iterdir()) == ["ops.csv", "ops.parquet"]
+    assert len(read_table(target, "ops")) == 3
+
+
+@pytest.mark.parametrize("failing", ["to_parquet", "to_csv"])
+def test_failed_write_keeps_old_files(
+    tmp_path: Path, ops_df: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    parquet, csv = write_table(ops_df, tmp_path, "ops")
+    before = {p.name: p.read_bytes() for p in (parquet, csv)}
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("serialization failed")
+
+    monkeypatch.setattr(pd.DataFrame, failing, boom)
+    with pytest.raises(RuntimeError, match="serialization failed"):
+        write_table(ops_df.head(5), tmp_path, "ops")
+    monkeypatch.undo()
+
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert after == before  # same files, same bytes, no temp files
+    assert len(read_table(tmp_path, "ops")) == len(ops_df)
