@@ -71,9 +71,7 @@ def load_trace(spec: CompareSpec) -> list[TraceRequest]:
     if not trace:
         raise ValueError("the selection contains no request")
     t0 = trace[0].arrival_s
-    return [
-        dataclasses.replace(t, arrival_s=(t.arrival_s - t0) * spec.time_scale) for t in trace
-    ]
+    return [dataclasses.replace(t, arrival_s=(t.arrival_s - t0) * spec.time_scale) for t in trace]
 
 
 def _jsonable(obj: Any) -> Any:
@@ -98,10 +96,15 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
     # thread hand-offs whenever another process competes for the cores.
     torch.set_num_threads(1)
     trace = load_trace(spec)
-    with tqdm(total=len(trace) * len(spec.variants), unit="req", disable=None if progress
-              is None else not progress, desc="compare") as bar:
-        sims = [VariantSim(trace, spec.sim, v, device, lambda: bar.update(1))
-                for v in spec.variants]
+    with tqdm(
+        total=len(trace) * len(spec.variants),
+        unit="req",
+        disable=None if progress is None else not progress,
+        desc="compare",
+    ) as bar:
+        sims = [
+            VariantSim(trace, spec.sim, v, device, lambda: bar.update(1)) for v in spec.variants
+        ]
         results = run_interleaved(sims)
     requests = pd.concat([r.requests for r in results], ignore_index=True)
     ops = pd.concat([r.ops for r in results], ignore_index=True)
@@ -125,7 +128,8 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
     return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started)
 
 
-def parse_variants(evictors: Sequence[str], matchers: Sequence[str],
-                   flattens: Sequence[str]) -> tuple[Variant, ...]:
+def parse_variants(
+    evictors: Sequence[str], matchers: Sequence[str], flattens: Sequence[str]
+) -> tuple[Variant, ...]:
     """The cartesian product evictor x matcher x flatten, validated (``ValueError``)."""
     return tuple(Variant(e, m, f) for e in evictors for m in matchers for f in flattens)

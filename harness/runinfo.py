@@ -49,10 +49,17 @@ class AtomicRunDir:
 def environment() -> dict[str, Any]:
     """CPU, cores, Python, torch, CUDA device (if any) and git commit of this checkout."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-            cwd=Path(__file__).resolve().parent, check=False,
-        ).stdout.strip() or "unknown"
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                cwd=Path(__file__).resolve().parent,
+                check=False,
+            ).stdout.strip()
+            or "unknown"
+        )
     except OSError:
         commit = "unknown"
     cpu = platform.processor() or platform.machine()

@@ -92,9 +92,7 @@ class BatchBuilder:
         Reads ``req.prefix_indices``, ``req.input_ids``, ``req.req_pool_idx``."""
         prefix = [r.prefix_indices.numel() for r in reqs]
         seq = [len(r.input_ids) for r in reqs]
-        input_ids = self._to_device(
-            self.flatten([r.input_ids[p:] for r, p in zip(reqs, prefix)])
-        )
+        input_ids = self._to_device(self.flatten([r.input_ids[p:] for r, p in zip(reqs, prefix)]))
         meta = self._to_device(
             torch.tensor([prefix, seq, [r.req_pool_idx for r in reqs]], dtype=torch.int64)
         )
@@ -114,16 +112,20 @@ class BatchBuilder:
             table[r.req_pool_idx, p:s] = out_cache_loc[off : off + s - p]
             off += s - p
         self._sync()
-        return ScheduleBatch("extend", input_ids, seq_lens, prefix_lens, extend_lens, rows,
-                             out_cache_loc, positions)
+        return ScheduleBatch(
+            "extend", input_ids, seq_lens, prefix_lens, extend_lens, rows, out_cache_loc, positions
+        )
 
     def build_decode(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
         """Decode batch: one new token per request (its last output token), KV written at
         position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``."""
         meta = self._to_device(
             torch.tensor(
-                [[r.output_ids[-1] for r in reqs], [r.seq_len for r in reqs],
-                 [r.req_pool_idx for r in reqs]],
+                [
+                    [r.output_ids[-1] for r in reqs],
+                    [r.seq_len for r in reqs],
+                    [r.req_pool_idx for r in reqs],
+                ],
                 dtype=torch.int64,
             )
         )
@@ -131,5 +133,6 @@ class BatchBuilder:
         self.pool.req_to_token[rows, positions] = out_cache_loc.to(torch.int32)
         ones = torch.ones_like(positions)
         self._sync()
-        return ScheduleBatch("decode", input_ids, positions + 1, positions, ones, rows,
-                             out_cache_loc, positions)
+        return ScheduleBatch(
+            "decode", input_ids, positions + 1, positions, ones, rows, out_cache_loc, positions
+        )

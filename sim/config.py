@@ -57,8 +57,13 @@ class SimConfig:
     cost: LinearCostModel = field(default_factory=LinearCostModel)
 
     def __post_init__(self) -> None:
-        for name in ("kv_capacity_tokens", "max_running", "max_prefill_tokens",
-                     "max_context_len_tokens", "page_size"):
+        for name in (
+            "kv_capacity_tokens",
+            "max_running",
+            "max_prefill_tokens",
+            "max_context_len_tokens",
+            "page_size",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.page_size != 1:

@@ -19,7 +19,13 @@ import pandas as pd
 from radixbench.cache.radix_cache import RadixCache
 
 _COLUMNS = (
-    "op", "ns", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves",
+    "op",
+    "ns",
+    "key_len",
+    "result",
+    "tree_nodes",
+    "tree_tokens",
+    "evictable_leaves",
     "sim_time_s",
 )
 
@@ -30,8 +36,17 @@ class OpRecorder:
     def __init__(self) -> None:
         self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
 
-    def add(self, op: str, ns: int, key_len: int, result: int, tree_nodes: int,
-            tree_tokens: int, evictable_leaves: int, sim_time_s: float) -> None:
+    def add(
+        self,
+        op: str,
+        ns: int,
+        key_len: int,
+        result: int,
+        tree_nodes: int,
+        tree_tokens: int,
+        evictable_leaves: int,
+        sim_time_s: float,
+    ) -> None:
         r = self.rows
         r["op"].append(op)
         r["ns"].append(ns)

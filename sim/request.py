@@ -60,5 +60,6 @@ class Req:
 
     def committed_token_ids(self) -> RadixKey:
         """Tokens with KV in ``req_to_token``: input + output[:-1] (``seq_len`` tokens)."""
-        return RadixKey(self.input_ids + self.output_ids[: self.seq_len - len(self.input_ids)],
-                        self.extra_key)
+        return RadixKey(
+            self.input_ids + self.output_ids[: self.seq_len - len(self.input_ids)], self.extra_key
+        )

@@ -58,9 +58,17 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
             "status": [r.status for r in reqs],
         }
     )
-    df = df.astype({"rid": "int64", "input_len": "int64", "output_len": "int64",
-                    "prefix_hit_tokens": "int64", "arrival_s": "float64",
-                    "first_token_s": "float64", "finish_s": "float64"})
+    df = df.astype(
+        {
+            "rid": "int64",
+            "input_len": "int64",
+            "output_len": "int64",
+            "prefix_hit_tokens": "int64",
+            "arrival_s": "float64",
+            "first_token_s": "float64",
+            "finish_s": "float64",
+        }
+    )
     df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
     df.insert(0, "variant", variant)
@@ -88,8 +96,9 @@ class VariantSim:
         allocator = TokenToKVPoolAllocator(cfg.kv_capacity_tokens, device, check_repeats=False)
         pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
         self.cache = RadixCache(
-            pool, allocator, CacheConfig(cfg.page_size, variant.evictor, variant.matcher,
-                                         cfg.policy)
+            pool,
+            allocator,
+            CacheConfig(cfg.page_size, variant.evictor, variant.matcher, cfg.policy),
         )
         self.rec = OpRecorder()
         instrument(self.cache, self.rec, lambda: float(env.now))
@@ -100,8 +109,16 @@ class VariantSim:
             if on_request_done is not None:
                 on_request_done()
 
-        sched = Scheduler(env, cfg, self.cache, allocator, pool,
-                          BatchBuilder(pool, variant.flatten), self.rec, finished)
+        sched = Scheduler(
+            env,
+            cfg,
+            self.cache,
+            allocator,
+            pool,
+            BatchBuilder(pool, variant.flatten),
+            self.rec,
+            finished,
+        )
 
         def arrivals() -> simpy.events.ProcessGenerator:
             for tr in trace:
@@ -126,8 +143,9 @@ class VariantSim:
 
     def result(self) -> VariantResult:
         reqs = _request_frame(self.variant.name, self.done)
-        return VariantResult(self.variant.name, reqs, self.rec.frame(self.variant.name),
-                             float(self.env.now))
+        return VariantResult(
+            self.variant.name, reqs, self.rec.frame(self.variant.name), float(self.env.now)
+        )
 
 
 def run_variant(

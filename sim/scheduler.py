@@ -86,13 +86,15 @@ class Scheduler:
             raise RuntimeError(f"out of KV slots: need {need}, reservation violated")
         return out
 
-    def _timed_build(self, op: str, fn: Callable[..., Any], reqs: list[Req],
-                     loc: torch.Tensor) -> None:
+    def _timed_build(
+        self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor
+    ) -> None:
         n, t, lv = self._stats()
         t0 = perf_counter_ns()
         fn(reqs, loc)
-        self.rec.add(op, perf_counter_ns() - t0, int(loc.numel()), len(reqs), n, t, lv,
-                     self.env.now)
+        self.rec.add(
+            op, perf_counter_ns() - t0, int(loc.numel()), len(reqs), n, t, lv, self.env.now
+        )
 
     def _reject(self, req: Req) -> None:
         req.status = "rejected"

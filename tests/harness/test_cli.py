@@ -61,28 +61,68 @@ def test_cuda_without_gpu_is_a_one_line_error(capsys, tmp_path) -> None:
 
 def test_compare_end_to_end_on_trace(tmp_path: Path, capsys) -> None:
     out = tmp_path / "runs"
-    code = main(["compare", "--requests", "150", "--time-scale", "0.25", "--kv-capacity",
-                 "120000", "--max-running", "16", "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "compare",
+            "--requests",
+            "150",
+            "--time-scale",
+            "0.25",
+            "--kv-capacity",
+            "120000",
+            "--max-running",
+            "16",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     stdout = capsys.readouterr().out
     assert code == 0, stdout
     runs = [p for p in out.iterdir() if not p.name.startswith(".")]
     assert len(runs) == 1 and not any(p.name.startswith(".tmp") for p in out.iterdir())
     run = runs[0]
-    for name in ("report.md", "requests.parquet", "requests.csv", "ops.parquet", "ops.csv",
-                 "summary_ops.csv", "config.json", "plots/op_cdf.png",
-                 "plots/evict_vs_leaves.png"):
+    for name in (
+        "report.md",
+        "requests.parquet",
+        "requests.csv",
+        "ops.parquet",
+        "ops.csv",
+        "summary_ops.csv",
+        "config.json",
+        "plots/op_cdf.png",
+        "plots/evict_vs_leaves.png",
+    ):
         assert (run / name).stat().st_size > 0, name
     req = pd.read_parquet(run / "requests.parquet")
-    assert set(req["variant"]) == {"heapify/linear/chain", "heapify/galloping/chain",
-                                   "persistent-heap/linear/chain",
-                                   "persistent-heap/galloping/chain"}
+    assert set(req["variant"]) == {
+        "heapify/linear/chain",
+        "heapify/galloping/chain",
+        "persistent-heap/linear/chain",
+        "persistent-heap/galloping/chain",
+    }
     assert len(req) == 4 * 150
     ops = pd.read_parquet(run / "ops.parquet")
     assert (ops["op"] == "evict").any()
     assert "equivalence: OK" in stdout
     assert "OK" in (run / "report.md").read_text() or "identical" in (run / "report.md").read_text()
     # A second run never clobbers the first.
-    assert main(["compare", "--requests", "20", "--evictors", "heapify", "--matchers",
-                 "linear", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--requests",
+                "20",
+                "--evictors",
+                "heapify",
+                "--matchers",
+                "linear",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (run / "report.md").exists()
     assert len([p for p in out.iterdir() if not p.name.startswith(".")]) == 2

@@ -9,8 +9,9 @@ def _frame(hits: dict[str, list[int]]) -> pd.DataFrame:
     rows = []
     for variant, values in hits.items():
         for rid, h in enumerate(values):
-            rows.append({"variant": variant, "rid": rid, "prefix_hit_tokens": h,
-                         "status": "finished"})
+            rows.append(
+                {"variant": variant, "rid": rid, "prefix_hit_tokens": h, "status": "finished"}
+            )
     return pd.DataFrame(rows)
 
 

@@ -23,8 +23,17 @@ def test_all_requests_finish_and_times_are_ordered(trace200, small_cfg) -> None:
     # Every request shares block 0 (512 tokens), so later ones hit the cache.
     assert df["prefix_hit_tokens"].sum() > 0
     ops = res.ops
-    assert {"match_prefix", "insert", "evict", "build_extend", "build_decode",
-            "cache_finished_req", "inc_lock_ref", "dec_lock_ref", "alloc"} <= set(ops["op"])
+    assert {
+        "match_prefix",
+        "insert",
+        "evict",
+        "build_extend",
+        "build_decode",
+        "cache_finished_req",
+        "inc_lock_ref",
+        "dec_lock_ref",
+        "alloc",
+    } <= set(ops["op"])
     assert (ops["ns"] > 0).all()
     assert (ops.loc[ops.op == "insert", "key_len"] > 0).all()
 
@@ -66,8 +75,10 @@ def test_resolve_device() -> None:
             resolve_device("cuda")
 
 
-@pytest.mark.parametrize("kwargs", [{"kv_capacity_tokens": 0}, {"max_running": -1},
-                                    {"policy": "nope"}, {"clock": "coupled-ish"}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"kv_capacity_tokens": 0}, {"max_running": -1}, {"policy": "nope"}, {"clock": "coupled-ish"}],
+)
 def test_sim_config_validation(kwargs) -> None:
     with pytest.raises(ValueError):
         SimConfig(**kwargs)
@@ -78,8 +89,9 @@ def test_interleaved_equals_sequential(trace200, small_cfg) -> None:
 
     variants = [Variant("heapify", "linear"), Variant("persistent-heap", "galloping", "sum")]
     seq = [run_variant(trace200, small_cfg, v, CPU) for v in variants]
-    inter = run_interleaved([VariantSim(trace200, small_cfg, v, CPU) for v in variants],
-                            slice_events=7)
+    inter = run_interleaved(
+        [VariantSim(trace200, small_cfg, v, CPU) for v in variants], slice_events=7
+    )
     cols = ["op", "key_len", "result", "tree_nodes", "evictable_leaves", "sim_time_s"]
     for a, b in zip(seq, inter):
         pd.testing.assert_frame_equal(a.requests, b.requests)
