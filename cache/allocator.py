@@ -77,7 +77,8 @@ class TokenToKVPoolAllocator:
         """
         if indices.numel() == 0:
             return
-        idx = indices.to(device=self.device, dtype=torch.int64).reshape(-1)
+        # A copy: the pool must not alias a tensor the caller may change later.
+        idx = indices.to(device=self.device, dtype=torch.int64, copy=True).reshape(-1)
         lo, hi = torch.aminmax(idx)
         if int(lo) < 1 or int(hi) > self.size:
             raise DoubleFreeError(f"KV slot out of range 1..{self.size}: {idx.tolist()[:8]}")

@@ -85,6 +85,9 @@ def check_integrity(cache: RadixCache) -> None:
         fail(f"evictor members differ from unlocked leaves: extra {extra_ids}, missing {missing}")
     if held:
         slots = torch.cat(held)
+        lo, hi = int(slots.min()), int(slots.max())
+        if lo < 1 or hi > cache.allocator.size:
+            fail(f"a node holds KV slot outside 1..{cache.allocator.size} (min {lo}, max {hi})")
         if torch.unique(slots).numel() != slots.numel():
             fail("a KV slot is held by two tree nodes")
         if bool(cache.allocator.is_free[slots].any()):

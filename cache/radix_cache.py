@@ -182,7 +182,7 @@ class RadixCache:
             offset += n
         if not values:
             return MatchResult(self._empty, node, 0)
-        indices = values[0] if len(values) == 1 else torch.cat(values)
+        indices = torch.cat(values)  # always a fresh tensor, never a view of a node (as SGLang)
         return MatchResult(indices, node, offset)
 
     def _split_node(self, child: TreeNode, split_len: int) -> TreeNode:
@@ -217,8 +217,8 @@ class RadixCache:
         Mutates: on the walked path ``last_access_time``, ``hit_count += 1`` and
         ``priority = max(priority, ...)``; may split one node per partially matched edge; adds one
         leaf for the uncached rest (``evictable_size_ += len(rest)``).
-        Raises ``ValueError`` if ``len(key)`` is not a multiple of ``page_size`` or ``value`` has
-        another length. Mirrors SGLang ``insert`` / ``_insert_helper``.
+        Raises ``ValueError`` if ``len(key)`` is not a multiple of ``page_size`` or ``value`` is
+        not int64 or has another length. Mirrors SGLang ``insert`` / ``_insert_helper``.
         """
         page = self.page_size
         tokens = key.token_ids
@@ -226,6 +226,8 @@ class RadixCache:
             raise ValueError(f"insert: key length {len(tokens)} is not a multiple of page {page}")
         if value is None:
             value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
+        if value.dtype != torch.int64:
+            raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
         if value.numel() != len(tokens):
             raise ValueError(f"insert: value has {value.numel()} slots for {len(tokens)} tokens")
         self._clock += 1

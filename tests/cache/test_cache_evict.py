@@ -1,0 +1,331 @@
+"""evict: order, cascade, locks, slot freeing, policies, evictor equivalence."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from radixbench.cache import EVICTORS, MATCHERS, POLICIES, RadixKey, check_integrity
+from radixbench.cache.evictor import make_evictor
+from radixbench.cache.policy import make_policy
+
+
+def _leaf(cache, tokens, extra_key=None):
+    r = cache.match_prefix(RadixKey(tokens, extra_key))
+    assert r.prefix_len == len(tokens)
+    return r.last_node
+
+
+def test_evict_zero_or_negative_is_noop(make_cache, put, paths) -> None:
+    cache, alloc = make_cache()
+    put(cache, alloc, [1, 2, 3])
+    before = (paths(cache), alloc.available_size())
+    for n in (0, -5):
+        res = cache.evict(n)
+        assert (res.num_evicted, res.victims) == (0, [])
+        check_integrity(cache)
+    assert (paths(cache), alloc.available_size()) == before
+
+
+def test_evict_lru_older_access_first(make_cache, put, paths) -> None:
+    cache, alloc = make_cache(kv_size=32)
+    put(cache, alloc, [1, 2, 3])  # A
+    _, vb = put(cache, alloc, [4, 5])  # B
+    put(cache, alloc, [6, 7, 8, 9])  # C
+    a, b, c = (cache.root.children[t] for t in (1, 4, 6))
+    cache.match_prefix(RadixKey([1, 2]))  # touches A (and splits it): B is now the oldest
+    check_integrity(cache)
+    free0 = alloc.available_size()
+    res = cache.evict(1)
+    check_integrity(cache)
+    assert res.victims == [b.id]
+    assert res.num_evicted == 2  # a whole leaf, more than asked
+    assert alloc.available_size() == free0 + 2
+    assert bool(alloc.is_free[vb].all())
+    assert (None, (4, 5)) not in paths(cache)
+    assert cache.evictable_size() == 3 + 4
+    # Next oldest: C (t3) before A's lower half [3] (touched at t4).
+    res = cache.evict(1)
+    assert res.victims == [c.id]
+    assert alloc.available_size() == free0 + 6
+    check_integrity(cache)
+    # Then A's lower half, then (cascade) its upper half [1,2].
+    res = cache.evict(1)
+    assert res.victims == [a.id]
+    assert res.num_evicted == 1
+    res = cache.evict(1)
+    assert res.num_evicted == 2
+    assert cache.num_nodes == 0
+    assert alloc.available_size() == 32
+    check_integrity(cache)
+    assert cache.evict(5) == (0, [])
+
+
+def test_evict_cascades_to_parent_within_one_call(make_cache, put) -> None:
+    cache, alloc = make_cache(kv_size=32)
+    put(cache, alloc, [1, 2, 3])  # t1
+    put(cache, alloc, [1, 2, 4])  # t2: [1,2] (t2) -> {[3] (t2), [4] (t2)}
+    put(cache, alloc, [7, 7])  # t3
+    upper = cache.root.children[1]
+    x, y, z = upper.children[3], upper.children[4], cache.root.children[7]
+    free0 = alloc.available_size()
+    # 3 tokens: the two 1-token leaves give 2, then [1,2] is a leaf older than [7,7].
+    res = cache.evict(3)
+    check_integrity(cache)
+    assert res.victims == [x.id, y.id, upper.id]
+    assert res.num_evicted == 4
+    assert alloc.available_size() == free0 + 4
+    assert list(cache.root.children) == [7]
+    assert cache.root.children[7] is z
+
+
+def test_locked_path_never_evicted(make_cache, put, paths) -> None:
+    cache, alloc = make_cache(kv_size=64)
+    _, v1 = put(cache, alloc, [1, 2, 3])
+    put(cache, alloc, [1, 2, 4])
+    put(cache, alloc, [7, 7])
+    put(cache, alloc, [1, 2, 3, 5, 6])  # an unlocked child below the node we lock
+    x = _leaf(cache, [1, 2, 3])
+    cache.inc_lock_ref(x)
+    check_integrity(cache)
+    free0 = alloc.available_size()
+    res = cache.evict(10**9)
+    check_integrity(cache)
+    # Everything unlocked goes: [4], [7,7], and [5,6] below the locked node.
+    assert res.num_evicted == 1 + 2 + 2
+    assert alloc.available_size() == free0 + 5
+    assert paths(cache) == {(None, (1, 2)): v1[:2].tolist(), (None, (1, 2, 3)): v1.tolist()}
+    assert (cache.evictable_size(), cache.protected_size()) == (0, 3)
+    assert cache.evict(10**9) == (0, [])
+    # After unlocking, the path is evictable again (leaf first, then its parent).
+    cache.dec_lock_ref(x)
+    res = cache.evict(10**9)
+    check_integrity(cache)
+    assert res.victims[0] == x.id
+    assert res.num_evicted == 3
+    assert cache.num_nodes == 0
+    assert alloc.available_size() == 64
+
+
+def test_lock_on_inner_node_protects_ancestors_only(make_cache, put) -> None:
+    cache, alloc = make_cache(kv_size=64)
+    put(cache, alloc, [1, 2, 3, 4])
+    put(cache, alloc, [1, 2, 5, 6])
+    upper = _leaf(cache, [1, 2])
+    cache.inc_lock_ref(upper)
+    res = cache.evict(100)
+    check_integrity(cache)
+    assert res.num_evicted == 4
+    assert cache.num_nodes == 1
+    assert cache.root.children[1] is upper
+    assert not upper.evictable  # a locked leaf
+    cache.dec_lock_ref(upper)
+    assert upper.evictable
+    assert cache.evict(1).victims == [upper.id]
+    check_integrity(cache)
+
+
+def test_evicted_slots_are_reusable(make_cache, put) -> None:
+    cache, alloc = make_cache(kv_size=8)
+    put(cache, alloc, [1, 2, 3, 4])
+    put(cache, alloc, [5, 6, 7, 8])
+    assert alloc.available_size() == 0
+    assert alloc.alloc(3) is None
+    res = cache.evict(3)
+    assert res.num_evicted == 4
+    assert alloc.available_size() == 4
+    check_integrity(cache)
+    p, v = put(cache, alloc, [9, 9, 9, 9])
+    assert p == 0
+    assert alloc.available_size() == 0
+    check_integrity(cache)
+    assert cache.match_prefix(RadixKey([9, 9, 9, 9])).device_indices.tolist() == v.tolist()
+
+
+@pytest.mark.parametrize("page", [4, 16])
+def test_paged_evict_frees_whole_pages(make_cache, put, page) -> None:
+    cache, alloc = make_cache(page_size=page, kv_size=512)
+    toks = list(range(1, 2 * page + 1))
+    put(cache, alloc, toks)
+    put(cache, alloc, toks[:page] + [0] * page)
+    free0 = alloc.available_size()
+    res = cache.evict(1)
+    check_integrity(cache)
+    assert res.num_evicted == page
+    assert alloc.available_size() == free0 + page
+    assert cache.evictable_size() == 2 * page
+    res = cache.evict(10**6)
+    assert res.num_evicted == 2 * page
+    assert cache.num_nodes == 0
+    check_integrity(cache)
+
+
+@pytest.mark.parametrize("policy", ["lru", "mru"])
+def test_many_touches_then_evict_keeps_order(make_cache, put, policy) -> None:
+    # 200 touches of 5 leaves pile up re-keyed entries in a persistent heap (under MRU the stale
+    # ones sort last, forcing it to compact); the order must still be by last touch: L0..L4 were
+    # last touched in that order.
+    cache, alloc = make_cache(kv_size=64, policy=policy)
+    leaves = []
+    for i in range(5):
+        put(cache, alloc, [10 * i + 1, 10 * i + 2])
+        leaves.append(cache.root.children[10 * i + 1])
+    for k in range(200):
+        i = (4 - k) % 5 if k < 100 else k % 5
+        cache.match_prefix(RadixKey([10 * i + 1, 10 * i + 2]))
+    check_integrity(cache)
+    victims = []
+    for _ in range(5):
+        res = cache.evict(1)
+        check_integrity(cache)
+        victims += res.victims
+    order = [leaf.id for leaf in leaves]
+    assert victims == (order if policy == "lru" else order[::-1])
+    assert alloc.available_size() == 64
+
+
+# ---------------------------------------------------------------- policies x evictors
+
+# Three disjoint 2-token leaves under the root, built on a logical clock (one tick per op):
+#   t1 insert A (priority 3)   t2 insert B (priority 5)   t3 insert C (priority 1)
+#   t4 insert B                t5 insert B                 t6 match A        t7 match C
+# so  A: created 1, accessed 6, hits 0, prio 3
+#     B: created 2, accessed 5, hits 2, prio 5
+#     C: created 3, accessed 7, hits 0, prio 1
+EXPECTED_ORDER = {
+    "lru": "BAC",  # oldest access first
+    "mru": "CAB",  # newest access first
+    "fifo": "ABC",  # oldest creation first
+    "filo": "CBA",  # newest creation first
+    "lfu": "ACB",  # fewest hits (A, C: 0) first, LRU among them; B (2 hits) last
+    "priority": "CAB",  # lowest priority first
+    "slru": "ACB",  # probationary (hits < 2: A, C) by LRU, then protected B
+}
+
+
+def test_expected_orders_cover_all_policies() -> None:
+    assert set(EXPECTED_ORDER) == set(POLICIES)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("one_call", [True, False], ids=["one-call", "one-by-one"])
+def test_policy_order(make_cache, put, policy: str, one_call: bool) -> None:
+    cache, alloc = make_cache(policy=policy, kv_size=32)
+    put(cache, alloc, [10, 11], priority=3)
+    put(cache, alloc, [20, 21], priority=5)
+    put(cache, alloc, [30, 31], priority=1)
+    put(cache, alloc, [20, 21])
+    put(cache, alloc, [20, 21])
+    cache.match_prefix(RadixKey([10, 11]))
+    cache.match_prefix(RadixKey([30, 31]))
+    check_integrity(cache)
+    names = {cache.root.children[t].id: n for t, n in ((10, "A"), (20, "B"), (30, "C"))}
+    assert cache.root.children[20].hit_count == 2
+    if one_call:
+        res = cache.evict(6)
+        victims = res.victims
+        assert res.num_evicted == 6
+    else:
+        victims = []
+        for _ in range(3):
+            res = cache.evict(1)
+            check_integrity(cache)
+            assert res.num_evicted == 2
+            victims += res.victims
+    check_integrity(cache)
+    assert "".join(names[v] for v in victims) == EXPECTED_ORDER[policy]
+    assert alloc.available_size() == 32
+
+
+def test_priority_policy_uses_max_priority_of_inserts(make_cache, put) -> None:
+    cache, alloc = make_cache(policy="priority")
+    put(cache, alloc, [1], priority=1)
+    put(cache, alloc, [2], priority=2)
+    put(cache, alloc, [1], priority=10)  # raises [1] to 10
+    one, two = cache.root.children[1], cache.root.children[2]
+    assert cache.evict(1).victims == [two.id]
+    assert cache.evict(1).victims == [one.id]
+    check_integrity(cache)
+
+
+def test_lfu_cascade_parent_order(make_cache, put) -> None:
+    # Parent [1] is created by the first insert and walked by the next two (hit_count 2). Once
+    # its children are gone it is a leaf older than [9] (LRU would take it first), but LFU
+    # takes the 0-hit [9] first.
+    cache, alloc = make_cache(policy="lfu")
+    put(cache, alloc, [1])
+    put(cache, alloc, [1, 2])
+    put(cache, alloc, [1, 3])
+    put(cache, alloc, [9])
+    parent = cache.root.children[1]
+    assert parent.hit_count == 2
+    kids = [parent.children[2].id, parent.children[3].id]
+    res = cache.evict(2)  # [2] (t2), [3] (t3): 0 hits, older than [9] (t4) -> 2 tokens, stop
+    assert res.victims == kids
+    nine = cache.root.children[9]
+    assert cache.evict(1).victims == [nine.id]
+    assert cache.evict(1).victims == [parent.id]
+    check_integrity(cache)
+
+
+def test_make_evictor_and_policy_unknown() -> None:
+    with pytest.raises(ValueError):
+        make_policy("nope")
+    with pytest.raises(ValueError):
+        make_evictor("nope", make_policy("lru"))
+
+
+# ---------------------------------------------------------------- evictor equivalence
+
+
+def _random_run(
+    build_cache, put_tokens, tree_paths, evictor: str, matcher: str, policy: str, page: int, seed
+) -> list:
+    """A reproducible stream of inserts / matches / locks / unlocks / evicts; returns its log."""
+    rng = random.Random(seed)
+    cache, alloc = build_cache(
+        page_size=page, evictor=evictor, matcher=matcher, policy=policy, kv_size=4096
+    )
+    locked: list = []
+    log: list = []
+    for _ in range(160):
+        op = rng.random()
+        n_pages = rng.randint(1, 5)
+        toks = [rng.randint(0, 2) for _ in range(n_pages * page)]
+        ns = rng.choice([None, None, None, "x"])
+        if op < 0.45:
+            if alloc.available_size() < len(toks):
+                cache.evict(len(toks))
+            p, _ = put_tokens(cache, alloc, toks, extra_key=ns, priority=rng.randint(0, 3))
+            log.append(("insert", p))
+        elif op < 0.65:
+            r = cache.match_prefix(RadixKey(toks + [7] * rng.randint(0, page), ns))
+            log.append(("match", r.prefix_len, r.device_indices.tolist(), r.last_node.id))
+            if rng.random() < 0.5:
+                cache.inc_lock_ref(r.last_node)
+                locked.append(r.last_node)
+        elif op < 0.8 and locked:
+            cache.dec_lock_ref(locked.pop(rng.randrange(len(locked))))
+        else:
+            res = cache.evict(rng.randint(0, 12))
+            log.append(("evict", res.num_evicted, res.victims))
+        check_integrity(cache)
+        log.append((cache.evictable_size(), cache.protected_size(), cache.num_nodes))
+    log.append(("paths", sorted(tree_paths(cache).items(), key=repr)))
+    return log
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("page", [1, 4])
+def test_all_evictors_and_matchers_agree(cache_builder, put, paths, policy, page) -> None:
+    for seed in range(3):
+        logs = {
+            (e, m): _random_run(cache_builder, put, paths, e, m, policy, page, seed)
+            for e in EVICTORS
+            for m in MATCHERS
+        }
+        ref_key, ref = next(iter(logs.items()))
+        assert any(entry[0] == "evict" and entry[2] for entry in ref if isinstance(entry[0], str))
+        for k, log in logs.items():
+            assert log == ref, f"{k} differs from {ref_key} (policy={policy}, seed={seed})"

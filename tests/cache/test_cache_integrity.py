@@ -1,0 +1,198 @@
+"""check_integrity: it passes on healthy caches and catches each kind of corruption."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from radixbench.cache import IntegrityError, RadixKey, check_integrity
+
+
+@pytest.fixture
+def healthy(make_cache, put):
+    """[1,2,3] -> {[4,5] (locked), [7,8]}, and [9]."""
+    cache, alloc = make_cache(kv_size=64)
+    put(cache, alloc, [1, 2, 3, 4, 5])
+    put(cache, alloc, [1, 2, 3, 7, 8])
+    put(cache, alloc, [9])
+    upper = cache.root.children[1]
+    cache.inc_lock_ref(upper.children[4])
+    check_integrity(cache)
+    return cache, alloc, upper
+
+
+def test_check_integrity_mutates_nothing(healthy, paths) -> None:
+    cache, alloc, _ = healthy
+    before = (paths(cache), cache.evictable_size(), cache.protected_size(), cache.num_nodes)
+    free_before = (alloc.is_free.clone(), alloc.available_size())
+    check_integrity(cache)
+    after = (paths(cache), cache.evictable_size(), cache.protected_size(), cache.num_nodes)
+    assert after == before
+    assert torch.equal(alloc.is_free, free_before[0])
+    assert alloc.available_size() == free_before[1]
+
+
+def test_detects_wrong_evictable_size(healthy) -> None:
+    cache, _, _ = healthy
+    cache.evictable_size_ += 1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_wrong_protected_size(healthy) -> None:
+    cache, _, _ = healthy
+    cache.protected_size_ -= 1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_wrong_num_nodes(healthy) -> None:
+    cache, _, _ = healthy
+    cache.num_nodes += 1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_lock_ref_above_parent(healthy) -> None:
+    cache, _, upper = healthy
+    upper.children[4].lock_ref = 2  # parent has 1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_lock_ref_set_without_accounting(healthy) -> None:
+    cache, _, _ = healthy
+    cache.root.children[9].lock_ref = 1  # protected now, but the counters say evictable
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_negative_lock_ref(healthy) -> None:
+    cache, _, upper = healthy
+    upper.children[7].lock_ref = -1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_root_lock_change(healthy) -> None:
+    cache, _, _ = healthy
+    cache.root.lock_ref = 2
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_stale_evictable_flag(healthy) -> None:
+    cache, _, _ = healthy
+    cache.root.children[9].evictable = False
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_wrong_evictable_leaf_count(healthy) -> None:
+    cache, _, _ = healthy
+    cache.num_evictable_leaves += 1
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_broken_parent_link(healthy) -> None:
+    cache, _, upper = healthy
+    upper.children[7].parent = cache.root
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_wrong_child_key(healthy) -> None:
+    cache, _, _ = healthy
+    nine = cache.root.children.pop(9)
+    cache.root.children[8] = nine
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_key_value_length_mismatch(healthy) -> None:
+    cache, _, upper = healthy
+    upper.value = upper.value[:2]
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_slot_held_and_free(healthy) -> None:
+    cache, alloc, _ = healthy
+    alloc.free(cache.root.children[9].value)  # freed behind the tree's back
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_slot_held_twice(healthy) -> None:
+    cache, alloc, upper = healthy
+    nine = cache.root.children[9]
+    spare = nine.value.clone()
+    nine.value = upper.value[:1].clone()  # now two nodes claim the same slot
+    alloc.free(spare)
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_evictor_missing_member(healthy) -> None:
+    cache, _, _ = healthy
+    if cache.config.evictor == "persistent-heap":
+        cache.evictor.reset()  # forgets the live leaves
+    else:
+        # The heapify evictor derives its members from the tree; corrupt the flag it relies on.
+        cache.root.children[9].evictable = False
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+@pytest.mark.parametrize("page", [4])
+def test_detects_unaligned_node_in_paged_cache(make_cache, put, page) -> None:
+    cache, alloc = make_cache(page_size=page, kv_size=64)
+    put(cache, alloc, list(range(1, 2 * page + 1)))
+    leaf = cache.root.children[tuple(range(1, page + 1))]
+    leaf.key = leaf.key[:-1]
+    leaf.value = leaf.value[:-1]
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_integrity_error_is_assertion_error() -> None:
+    assert issubclass(IntegrityError, AssertionError)
+
+
+def test_integrity_after_every_kind_of_op(make_cache, put) -> None:
+    cache, alloc = make_cache(kv_size=64)
+    put(cache, alloc, [1, 2, 3])
+    cache.match_prefix(RadixKey([1, 2]))
+    check_integrity(cache)
+    node = cache.match_prefix(RadixKey([1])).last_node
+    check_integrity(cache)
+    cache.inc_lock_ref(node)
+    check_integrity(cache)
+    cache.evict(10)
+    check_integrity(cache)
+    cache.dec_lock_ref(node)
+    check_integrity(cache)
+    cache.evict(10)
+    check_integrity(cache)
+    assert cache.num_nodes == 0
+
+
+def test_detects_node_holding_padding_slot(cache_builder, put) -> None:
+    cache, alloc = cache_builder(kv_size=8)
+    put(cache, alloc, [1, 2, 3])
+    node = cache.root.children[1]
+    alloc.free(node.value[:1])
+    node.value = torch.cat([torch.zeros(1, dtype=torch.int64), node.value[1:]])
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_node_holding_out_of_range_slot(cache_builder, put) -> None:
+    cache, alloc = cache_builder(kv_size=8)
+    put(cache, alloc, [1, 2, 3])
+    node = cache.root.children[1]
+    alloc.free(node.value[:1])
+    node.value = torch.cat([torch.tensor([100]), node.value[1:]])
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
