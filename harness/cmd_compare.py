@@ -1,9 +1,15 @@
-"""``radixbench compare``: one trace, several cache algorithm variants, one report."""
+"""``radixbench compare [SCENARIO]``: one scenario, several cache algorithm variants, one report.
+
+SCENARIO is a scenario TOML file or a bundled scenario name (``radixbench scenarios`` lists
+them; default ``mooncake-conversation``). Flags given explicitly override the scenario's values.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -11,100 +17,118 @@ from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
 from radixbench.harness.cliutil import UsageError, csv_list, positive_float, positive_int
-from radixbench.harness.compare import CompareSpec, parse_variants, run_compare
-from radixbench.sim.config import FLATTENERS_NAMES, SimConfig
+from radixbench.harness.compare import CompareSpec, run_compare
+from radixbench.harness.scenario import DEFAULT_SCENARIO, load_scenario, parse_override
+from radixbench.sim.config import FLATTENERS_NAMES
+from radixbench.workloads.trace import BAD_LINE_POLICIES
 
-_DEFAULTS = SimConfig()
+# flag dest -> scenario key it overrides ("sim." = whichever of [cache]/[scheduler] has it)
+_OVERRIDES = {
+    "requests": "arrivals.max_requests",
+    "window": "arrivals.window_s",
+    "start": "arrivals.start_s",
+    "time_scale": "arrivals.time_scale",
+    "rate_scale": "arrivals.rate_scale",
+    "evictors": "variants.evictors",
+    "matchers": "variants.matchers",
+    "flatten": "variants.flatten",
+    "policy": "sim.policy",
+    "kv_capacity": "sim.kv_capacity_tokens",
+    "max_running": "sim.max_running",
+    "max_prefill_tokens": "sim.max_prefill_tokens",
+    "seed": "seed",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` to the subcommands."""
-    c = sub.add_parser("compare", help="run one trace under several cache algorithm variants")
+    c = sub.add_parser("compare", help="run one scenario under several cache algorithm variants")
     c.set_defaults(func=run)
-    c.add_argument("--trace", type=Path, help="Mooncake JSONL trace (default: bundled)")
-    sel = c.add_mutually_exclusive_group()
-    sel.add_argument(
-        "--requests",
-        type=positive_int,
-        default=None,
-        help="first N requests (default 1000 unless --window is given)",
+    c.add_argument(
+        "scenario",
+        nargs="?",
+        default=DEFAULT_SCENARIO,
+        help=f"scenario TOML file or bundled name (default {DEFAULT_SCENARIO})",
     )
+    c.add_argument("--trace", type=Path, help="trace file replacing the scenario's workload.path")
+    sel = c.add_mutually_exclusive_group()
+    sel.add_argument("--requests", type=positive_int, help="first N requests")
     sel.add_argument(
         "--window",
         type=positive_float,
         metavar="SECONDS",
         help="requests arriving in [--start, --start + SECONDS)",
     )
-    c.add_argument("--start", type=float, default=0.0, metavar="SECONDS")
+    c.add_argument("--start", type=float, metavar="SECONDS")
     c.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=1.0,
-        help="multiply arrival times (2 = half the request rate)",
+        "--time-scale", type=positive_float, help="multiply arrival times (2 = half the rate)"
+    )
+    c.add_argument("--rate-scale", type=positive_float, help="multiply the request rate")
+    c.add_argument("--evictors", type=csv_list, help=f"comma list of {', '.join(EVICTORS)}")
+    c.add_argument("--matchers", type=csv_list, help=f"comma list of {', '.join(MATCHERS)}")
+    c.add_argument(
+        "--flatten", type=csv_list, help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}"
+    )
+    c.add_argument("--policy", choices=sorted(POLICIES))
+    c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
+    c.add_argument("--max-running", type=positive_int)
+    c.add_argument("--max-prefill-tokens", type=positive_int)
+    c.add_argument("--seed", type=int)
+    c.add_argument(
+        "--on-bad-line",
+        choices=BAD_LINE_POLICIES,
+        help="malformed trace line: stop with file:line (error) or skip and count it",
     )
     c.add_argument(
-        "--evictors",
-        type=csv_list,
-        default=["heapify", "persistent-heap"],
-        help=f"comma list of {', '.join(EVICTORS)}",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key, e.g. --set workload.groups=4 (TOML value)",
     )
-    c.add_argument(
-        "--matchers",
-        type=csv_list,
-        default=["linear", "galloping"],
-        help=f"comma list of {', '.join(MATCHERS)}",
-    )
-    c.add_argument(
-        "--flatten",
-        type=csv_list,
-        default=["chain"],
-        help=f"batch-builder flatten variants: {', '.join(FLATTENERS_NAMES)}",
-    )
-    c.add_argument("--policy", default="lru", choices=sorted(POLICIES))
-    c.add_argument(
-        "--kv-capacity",
-        type=positive_int,
-        default=_DEFAULTS.kv_capacity_tokens,
-        metavar="TOKENS",
-        help="KV pool size in tokens",
-    )
-    c.add_argument("--max-running", type=positive_int, default=_DEFAULTS.max_running)
-    c.add_argument("--max-prefill-tokens", type=positive_int, default=_DEFAULTS.max_prefill_tokens)
-    c.add_argument("--seed", type=int, default=0)
     c.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
     c.add_argument("--no-progress", action="store_true")
 
 
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if args.trace is not None:
+        if not args.trace.is_file():
+            raise UsageError(f"--trace: no such file: {args.trace}")
+        out["workload.path"] = str(args.trace.resolve())
+    for dest, key in _OVERRIDES.items():
+        value = getattr(args, dest)
+        if value is not None:
+            out[key] = value
+    if args.window is not None:
+        out["arrivals.max_requests"] = None  # a window replaces the scenario's request count
+    for text in args.set:
+        try:
+            key, value = parse_override(text)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        out[key] = value
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
-    if args.trace is not None and not args.trace.is_file():
-        raise UsageError(f"--trace: no such file: {args.trace}")
-    sim = SimConfig(
-        kv_capacity_tokens=args.kv_capacity,
-        max_running=args.max_running,
-        max_prefill_tokens=args.max_prefill_tokens,
-        policy=args.policy,
-        seed=args.seed,
-    )
+    scenario = load_scenario(args.scenario, _overrides(args))
     spec = CompareSpec(
-        trace=args.trace,
-        max_requests=args.requests or (None if args.window is not None else 1000),
-        window_s=args.window,
-        start_s=args.start,
-        time_scale=args.time_scale,
-        variants=parse_variants(args.evictors, args.matchers, args.flatten),
-        sim=sim,
-        device=args.device,
-        out=args.out,
+        scenario=scenario, on_bad_line=args.on_bad_line, device=args.device, out=args.out
     )
     outcome = run_compare(spec, progress=False if args.no_progress else None)
-    _print_summary(outcome.report, outcome.equivalence)
+    _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     print(f"\nwall time {outcome.wall_s:.1f} s; report: {outcome.run_dir / 'report.md'}")
     return 0 if outcome.equivalence["ok"] else 1
 
 
-def _print_summary(report: dict, eq: dict) -> None:
+def _fmt(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
     ops: pd.DataFrame = report["op_summary"]
     keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
     cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
@@ -115,6 +139,20 @@ def _print_summary(report: dict, eq: dict) -> None:
         if len(report["speedups"]):
             print()
             print(report["speedups"].to_string(index=False))
+    if meta is not None:
+        ceil = meta["hit_rate_ceiling"]
+        achieved = report["variant_summary"]["prefix_hit_rate"]
+        print(
+            f"\nscenario: {meta['scenario']}\nprefix hit rate: achieved "
+            f"{_fmt(float(achieved.min()))}"
+            + ("" if achieved.nunique() <= 1 else f"..{_fmt(float(achieved.max()))}")
+            + f" | infinite-cache ceiling {_fmt(ceil['all'])} (last half "
+            f"{_fmt(ceil['last_half'])})"
+        )
+        skipped = meta["skipped_lines"]
+        print(f"skipped malformed trace lines: {skipped}")
+        for err in meta.get("skipped_line_errors", [])[:3]:
+            print(f"  {err}")
     if eq["ok"]:
         print(
             f"\nequivalence: OK — all {len(eq['variants'])} variants saw identical prefix hits "

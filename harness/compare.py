@@ -13,23 +13,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
 
 from radixbench.harness.equivalence import check_equivalence
 from radixbench.harness.runinfo import AtomicRunDir, environment
+from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
-from radixbench.workloads.trace import TraceRequest, load_mooncake
+from radixbench.workloads.arrivals import Arrivals
+from radixbench.workloads.ceiling import hit_ceiling
+from radixbench.workloads.sources import MooncakeTrace, load_workload
+from radixbench.workloads.trace import TraceError, TraceRequest, check_bad_line_policy
 
 
 @dataclass(frozen=True)
 class CompareSpec:
-    """What to compare. ``trace``: Mooncake JSONL path (None = the bundled conversation trace);
-    ``max_requests`` / ``window_s`` / ``start_s``: selection (s); ``time_scale``: arrival times
-    are multiplied by it (2.0 = half the request rate); ``out``: parent folder of run folders."""
+    """What to compare. With ``scenario`` set, its workload, arrivals, sim config and variants
+    are used and the fields ``trace`` … ``sim`` are ignored. Otherwise: ``trace``: Mooncake
+    JSONL path (None = the bundled conversation trace); ``max_requests`` / ``window_s`` /
+    ``start_s``: selection (s); ``time_scale``: arrival times are multiplied by it (2.0 = half
+    the request rate). ``on_bad_line``: "error" stops at a malformed trace line, "skip" leaves
+    it out and counts it (None = the scenario's setting, else "error"); ``out``: parent folder
+    of run folders."""
 
     trace: Path | None = None
     max_requests: int | None = 1000
@@ -45,8 +54,15 @@ class CompareSpec:
     sim: SimConfig = field(default_factory=SimConfig)
     device: str = "auto"
     out: Path = Path("runs")
+    scenario: Scenario | None = None
+    on_bad_line: str | None = None
 
     def __post_init__(self) -> None:
+        if self.on_bad_line is not None:
+            check_bad_line_policy(self.on_bad_line)
+        if self.scenario is not None:
+            object.__setattr__(self, "variants", self.scenario.variants)
+            object.__setattr__(self, "sim", self.scenario.sim)
         if not self.variants:
             raise ValueError("at least one variant is needed")
         if len({v.name for v in self.variants}) != len(self.variants):
@@ -61,17 +77,56 @@ class CompareOutcome:
     report: dict[str, Any]
     equivalence: dict[str, Any]
     wall_s: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests to simulate (first arrival at 0 s), the malformed lines skipped while
+    loading them, and a one-line label of where they came from."""
+
+    requests: list[TraceRequest]
+    skipped: list[TraceError]
+    label: str
+
+
+def load_requests(spec: CompareSpec) -> Workload:
+    """Load or generate ``spec``'s requests (deterministic for a given seed).
+
+    Raises ``ValueError`` (an empty selection, bad parameters) or :class:`TraceError`
+    (file:line of a malformed line, unless bad lines are skipped).
+    """
+    skipped: list[TraceError] = []
+    sc = spec.scenario
+    if sc is None:
+        kind, params, base, seed = "mooncake", MooncakeTrace(str(spec.trace or "")), None, 0
+        arrivals = Arrivals(
+            max_requests=spec.max_requests,
+            window_s=spec.window_s,
+            start_s=spec.start_s,
+            time_scale=spec.time_scale,
+        )
+        on_bad = spec.on_bad_line or "error"
+        label = f"mooncake conversation trace ({spec.trace or 'bundled'})"
+    else:
+        kind, params, base, seed = sc.kind, sc.workload, sc.base_dir, sc.seed
+        arrivals, on_bad = sc.arrivals, spec.on_bad_line or sc.on_bad_line
+        label = f"{sc.name}: {sc.description}"
+    requests = load_workload(
+        kind,
+        params,
+        arrivals,
+        np.random.default_rng(seed),
+        on_bad_line=on_bad,
+        skipped=skipped,
+        base_dir=base,
+    )
+    return Workload(requests, skipped, label)
 
 
 def load_trace(spec: CompareSpec) -> list[TraceRequest]:
-    """The selected trace requests, arrival times scaled by ``spec.time_scale``."""
-    trace = load_mooncake(
-        spec.trace, max_requests=spec.max_requests, window_s=spec.window_s, start_s=spec.start_s
-    )
-    if not trace:
-        raise ValueError("the selection contains no request")
-    t0 = trace[0].arrival_s
-    return [dataclasses.replace(t, arrival_s=(t.arrival_s - t0) * spec.time_scale) for t in trace]
+    """The selected requests of ``spec`` (see :func:`load_requests`), arrival times scaled."""
+    return load_requests(spec).requests
 
 
 def _jsonable(obj: Any) -> Any:
@@ -95,7 +150,9 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
     # One intra-op thread: small-tensor ops timed with perf_counter_ns otherwise stall on
     # thread hand-offs whenever another process competes for the cores.
     torch.set_num_threads(1)
-    trace = load_trace(spec)
+    workload = load_requests(spec)
+    trace = workload.requests
+    ceiling = hit_ceiling(trace)
     with tqdm(
         total=len(trace) * len(spec.variants),
         unit="req",
@@ -110,8 +167,11 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
     ops = pd.concat([r.ops for r in results], ignore_index=True)
     equivalence = check_equivalence(requests)
     meta = {
-        "scenario": f"mooncake conversation trace ({spec.trace or 'bundled'})",
+        "scenario": workload.label,
         "requests": len(trace),
+        "skipped_lines": len(workload.skipped),
+        "skipped_line_errors": [str(e) for e in workload.skipped[:5]],
+        "hit_rate_ceiling": ceiling,
         "seed": spec.sim.seed,
         "device": str(device),
         "clock": spec.sim.clock,
@@ -125,7 +185,7 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
         (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
         report = write_report(run.tmp, requests, ops, meta, equivalence)
     assert run.final is not None
-    return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started)
+    return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started, meta)
 
 
 def parse_variants(

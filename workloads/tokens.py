@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULT_VOCAB_SIZE", "block_tokens", "output_tokens"]
+__all__ = ["DEFAULT_VOCAB_SIZE", "HashBlocks", "block_tokens", "output_tokens"]
 
 DEFAULT_VOCAB_SIZE = 128256
 """Vocabulary size of the Llama-3 tokenizer, the default token-id range."""
@@ -34,6 +34,32 @@ _UMUL1, _UMUL2, _UGAMMA = _U64(_MUL1), _U64(_MUL2), _U64(_GAMMA)
 _UBLOCK_SALT = _U64(_BLOCK_SALT)
 
 U64Array = npt.NDArray[np.uint64]
+
+
+class HashBlocks(tuple[int, ...]):
+    """A tuple of block hashes that also records its block size (tokens per hash).
+
+    Synthetic workloads and traces with blocks other than Mooncake's 512 tokens store their
+    ``TraceRequest.hash_ids`` as ``HashBlocks``; :func:`block_tokens` then uses
+    ``block_size`` from here when the caller gives none, so ``block_tokens(tr.hash_ids,
+    tr.input_length)`` is right for every workload. Compares equal to a plain tuple of the
+    same hashes.
+    """
+
+    block_size: int
+
+    def __new__(cls, hashes: Sequence[int] = (), block_size: int = 512) -> HashBlocks:
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
+            raise ValueError(f"block_size must be a positive int (tokens), got {block_size!r}")
+        obj = super().__new__(cls, hashes)
+        obj.block_size = block_size
+        return obj
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (HashBlocks, (tuple(self), self.block_size))
+
+    def __repr__(self) -> str:
+        return f"HashBlocks({tuple(self)!r}, block_size={self.block_size})"
 
 
 def _mix64_int(z: int) -> int:
@@ -78,7 +104,7 @@ def _check_vocab(vocab_size: int) -> None:
 def block_tokens(
     hash_ids: Sequence[int],
     input_length: int,
-    block_size: int = 512,
+    block_size: int | None = None,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
 ) -> array[int]:
     """Expand prompt block hashes into deterministic token ids.
@@ -95,7 +121,8 @@ def block_tokens(
         hash_ids: block hashes, ints in ``[0, 2**63)``.
         input_length: prompt length in tokens, ``0 <= input_length <=
             len(hash_ids) * block_size``.
-        block_size: tokens per block (> 0).
+        block_size: tokens per block (> 0); ``None`` = ``hash_ids.block_size`` when
+            ``hash_ids`` is a :class:`HashBlocks`, else 512 (Mooncake).
         vocab_size: token ids are in ``[0, vocab_size)`` (> 0).
 
     Returns:
@@ -103,8 +130,14 @@ def block_tokens(
 
     Raises:
         ValueError: a negative ``input_length``, one longer than the blocks cover, a
-            non-positive ``block_size`` or ``vocab_size``, or a hash outside ``[0, 2**63)``.
+            non-positive ``block_size`` or ``vocab_size``, a hash outside ``[0, 2**63)``, or
+            a ``block_size`` that contradicts the one ``hash_ids`` (a HashBlocks) carries.
     """
+    carried = hash_ids.block_size if isinstance(hash_ids, HashBlocks) else None
+    if block_size is None:
+        block_size = 512 if carried is None else carried
+    elif carried is not None and carried != block_size:
+        raise ValueError(f"block_size {block_size} contradicts the hash_ids' own {carried}")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
         raise ValueError(f"block_size must be a positive int (tokens), got {block_size!r}")
     _check_vocab(vocab_size)

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 __all__ = [
+    "BAD_LINE_POLICIES",
     "MOONCAKE_BLOCK_SIZE",
     "TraceError",
     "TraceRequest",
@@ -28,6 +29,9 @@ __all__ = [
 
 MOONCAKE_BLOCK_SIZE = 512
 """Tokens per ``hash_ids`` block in the Mooncake FAST'25 traces."""
+
+BAD_LINE_POLICIES = ("error", "skip")
+"""What a loader does with a malformed line: raise :class:`TraceError`, or skip and record it."""
 
 _BUNDLED_NAME = "conversation_trace.jsonl"
 _KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -93,6 +97,14 @@ def bundled_mooncake_path() -> pathlib.Path:
     return pathlib.Path(_resource_stack.enter_context(resources.as_file(resource)))
 
 
+def check_bad_line_policy(on_bad_line: str) -> None:
+    """Raise ``ValueError`` unless ``on_bad_line`` is one of :data:`BAD_LINE_POLICIES`."""
+    if on_bad_line not in BAD_LINE_POLICIES:
+        raise ValueError(
+            f"on_bad_line must be one of {', '.join(BAD_LINE_POLICIES)}, got {on_bad_line!r}"
+        )
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -145,6 +157,8 @@ def load_mooncake(
     window_s: float | None = None,
     start_s: float = 0.0,
     block_size: int = MOONCAKE_BLOCK_SIZE,
+    on_bad_line: str = "error",
+    skipped: list[TraceError] | None = None,
 ) -> list[TraceRequest]:
     """Load requests from a Mooncake FAST'25 JSONL trace.
 
@@ -165,6 +179,10 @@ def load_mooncake(
         block_size: tokens per hash block (> 0), used to check ``input_length`` against
             ``hash_ids``: ``(len(hash_ids) - 1) * block_size < input_length <=
             len(hash_ids) * block_size``.
+        on_bad_line: ``"error"`` raises on the first malformed line; ``"skip"`` leaves it
+            out (its record index still counts for ``rid``) and appends its
+            :class:`TraceError` to ``skipped``.
+        skipped: list that receives the skipped lines' errors (``on_bad_line="skip"``).
 
     Returns:
         The selected requests in file order (``rid`` = 0-based record index in the file).
@@ -186,6 +204,7 @@ def load_mooncake(
         raise ValueError(f"start_s must be a finite number of seconds, got {start_s!r}")
     if not _is_int(block_size) or block_size <= 0:
         raise ValueError(f"block_size must be a positive int (tokens), got {block_size!r}")
+    check_bad_line_policy(on_bad_line)
 
     file_path = bundled_mooncake_path() if path is None else pathlib.Path(path)
     file = str(file_path)
@@ -203,11 +222,19 @@ def load_mooncake(
         for line_no, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            ts, rec = _parse_record(raw, file, line_no, block_size)
-            if ts < prev_ts:
-                raise TraceError(
-                    file, line_no, f"timestamp {rec['timestamp']} ms < previous {prev_ts:g} ms"
-                )
+            try:
+                ts, rec = _parse_record(raw, file, line_no, block_size)
+                if ts < prev_ts:
+                    raise TraceError(
+                        file, line_no, f"timestamp {rec['timestamp']} ms < previous {prev_ts:g} ms"
+                    )
+            except TraceError as err:
+                if on_bad_line == "error":
+                    raise
+                if skipped is not None:
+                    skipped.append(err)
+                rid += 1
+                continue
             prev_ts = ts
             if first_ts is None:
                 first_ts = ts

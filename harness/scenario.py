@@ -1,0 +1,348 @@
+"""Scenario files: TOML that says what to simulate, validated into a :class:`Scenario`.
+
+Layout (documented in README.md): top-level ``description`` (one line, required) and ``seed``
+(int); tables ``[workload]`` (``kind`` plus that kind's parameters, see
+:data:`radixbench.workloads.sources.SOURCES`), ``[arrivals]``
+(:class:`radixbench.workloads.arrivals.Arrivals`), ``[cache]`` / ``[scheduler]`` (fields of
+:class:`radixbench.sim.config.SimConfig`, any field in either table, never both), ``[cost]``
+(fields of SimConfig's cost-model dataclass) and ``[variants]`` (``evictors``, ``matchers``,
+``flatten`` lists; the run is their cartesian product).
+
+Tables map onto the dataclasses by field introspection: key = field name, the value's type is
+checked against the field's annotation, unknown keys are refused, and the dataclass's own
+``__post_init__`` validates values. Every error is a :class:`ScenarioError`, one line
+``"<file>: <key.path>: <reason>"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from radixbench.sim.config import SimConfig, Variant
+from radixbench.workloads.arrivals import Arrivals
+from radixbench.workloads.sources import SOURCES
+from radixbench.workloads.trace import BAD_LINE_POLICIES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "DEFAULT_SCENARIO",
+    "Scenario",
+    "ScenarioError",
+    "bundled_scenarios",
+    "load_scenario",
+    "parse_override",
+    "resolve_scenario",
+]
+
+DEFAULT_SCENARIO = "mooncake-conversation"
+"""The bundled scenario ``radixbench compare`` runs when given none."""
+
+_SIM_TABLES = ("cache", "scheduler")
+_TOP = ("description", "seed", "workload", "arrivals", *_SIM_TABLES, "cost", "variants")
+_DEFAULT_VARIANTS = {
+    "evictors": ["heapify", "persistent-heap"],
+    "matchers": ["linear", "galloping"],
+    "flatten": ["chain"],
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario file is missing, not TOML, or invalid: ``"<file>: <key.path>: <reason>"``."""
+
+    def __init__(self, file: str, key: str | None, reason: str) -> None:
+        self.file, self.key = file, key
+        self.reason = " ".join(str(reason).split())
+        super().__init__(f"{file}: {key}: {self.reason}" if key else f"{file}: {self.reason}")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. ``workload`` is the parameter dataclass of ``kind``; ``sim``
+    carries the seed; ``base_dir`` is the folder relative trace paths start from."""
+
+    name: str
+    file: str
+    description: str
+    seed: int
+    kind: str
+    workload: Any
+    arrivals: Arrivals
+    sim: SimConfig
+    variants: tuple[Variant, ...]
+    on_bad_line: str = "error"
+    base_dir: pathlib.Path | None = None
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any, key: str, file: str) -> Any:
+    """Check ``value`` (from TOML) against annotation ``tp``; return it converted."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        errors = []
+        for a in inner:
+            try:
+                return _coerce(value, a, key, file)
+            except ScenarioError as e:
+                errors.append(e.reason)
+        raise ScenarioError(file, key, " or ".join(errors))
+    if origin is typing.Literal:
+        if value not in args:
+            raise ScenarioError(file, key, f"must be one of {', '.join(map(repr, args))}")
+        return value
+    if origin in (tuple, list):
+        if not isinstance(value, list):
+            raise ScenarioError(file, key, f"must be an array, got {type(value).__name__}")
+        item = args[0] if args else Any
+        seq = [_coerce(v, item, f"{key}[{i}]", file) for i, v in enumerate(value)]
+        return tuple(seq) if origin is tuple else seq
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise ScenarioError(file, key, f"must be a table, got {type(value).__name__}")
+        return build_dataclass(tp, value, key, file)
+    ok = True
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif tp is str:
+        ok = isinstance(value, str)
+    if not ok:
+        raise ScenarioError(
+            file, key, f"must be {_type_name(tp)}, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def build_dataclass(
+    cls: type, table: dict[str, Any], path: str, file: str, paths: dict[str, str] | None = None
+) -> Any:
+    """Build dataclass ``cls`` from a TOML table by field introspection.
+
+    Keys are init-field names; values are checked against the
+    annotations (resolved with ``typing.get_type_hints``), then ``cls(**table)`` runs its own
+    validation. A ``ValueError`` from it is blamed on the one key that alone reproduces it,
+    else on the table. Raises :class:`ScenarioError` naming ``path.key`` (or ``paths[key]``).
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    known = list(fields)
+
+    def at(key: str) -> str:
+        if paths and key in paths:
+            return paths[key]
+        return f"{path}.{key}" if path else key
+
+    kwargs = {}
+    for key, value in table.items():
+        where = at(key)
+        if key not in known:
+            raise ScenarioError(file, where, f"unknown key; known: {', '.join(known)}")
+        tp = hints[key]
+        factory = fields[key].default_factory
+        if (
+            isinstance(value, dict)
+            and not dataclasses.is_dataclass(tp)
+            and factory is not dataclasses.MISSING
+        ):
+            tp = type(
+                factory()
+            )  # e.g. a cost model annotated by a protocol: use the default's class
+        kwargs[key] = _coerce(value, tp, where, file)
+    try:
+        return cls(**kwargs)
+    except (ValueError, TypeError) as exc:
+        for key, value in kwargs.items():
+            try:
+                cls(**{key: value})
+            except (ValueError, TypeError) as single:
+                if str(single) == str(exc):
+                    raise ScenarioError(file, at(key), str(exc)) from None
+        raise ScenarioError(file, path or ", ".join(map(at, kwargs)) or None, str(exc)) from None
+
+
+def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
+    value = doc.get(name, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(file, name, f"must be a table, got {type(value).__name__}")
+    return value
+
+
+def _variants(table: dict[str, Any], file: str) -> tuple[Variant, ...]:
+    for key in table:
+        if key not in _DEFAULT_VARIANTS:
+            raise ScenarioError(
+                file, f"variants.{key}", f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}"
+            )
+    lists = {}
+    for key, default in _DEFAULT_VARIANTS.items():
+        names = _coerce(table.get(key, default), list[str], f"variants.{key}", file)
+        if not names:
+            raise ScenarioError(file, f"variants.{key}", "must not be empty")
+        lists[key] = names
+    out = []
+    for e in lists["evictors"]:
+        for m in lists["matchers"]:
+            for f in lists["flatten"]:
+                try:
+                    out.append(Variant(e, m, f))
+                except ValueError as exc:
+                    bad = (
+                        "evictors"
+                        if "evictor" in str(exc)
+                        else "matchers"
+                        if "matcher" in str(exc)
+                        else "flatten"
+                    )
+                    raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
+    if len({v.name for v in out}) != len(out):
+        raise ScenarioError(file, "variants", "variants repeat")
+    return tuple(out)
+
+
+def parse_scenario(
+    doc: dict[str, Any], file: str, name: str = "", base_dir: pathlib.Path | None = None
+) -> Scenario:
+    """Validate a parsed TOML document (see the module docstring) into a :class:`Scenario`."""
+    for key in doc:
+        if key not in _TOP:
+            raise ScenarioError(file, key, f"unknown key; known: {', '.join(_TOP)}")
+    desc = doc.get("description")
+    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
+        raise ScenarioError(file, "description", "a one-line string is required")
+    seed = _coerce(doc.get("seed", 0), int, "seed", file)
+    if seed < 0:
+        raise ScenarioError(file, "seed", f"must be >= 0, got {seed}")
+    work = dict(_table(doc, "workload", file))
+    kind = work.pop("kind", None)
+    if kind not in SOURCES:
+        raise ScenarioError(
+            file, "workload.kind", f"must be one of {', '.join(SOURCES)}, got {kind!r}"
+        )
+    on_bad = work.pop("on_bad_line", "error")
+    if on_bad not in BAD_LINE_POLICIES:
+        raise ScenarioError(
+            file, "workload.on_bad_line", f"must be one of {', '.join(BAD_LINE_POLICIES)}"
+        )
+    params = build_dataclass(SOURCES[kind], work, "workload", file)
+    arrivals = build_dataclass(Arrivals, _table(doc, "arrivals", file), "arrivals", file)
+    if kind not in ("mooncake", "azure", "trace") and arrivals.process == "trace":
+        raise ScenarioError(
+            file,
+            "arrivals.process",
+            f"a {kind} workload has no timestamps; use poisson, gamma or constant",
+        )
+    table: dict[str, Any] = {}
+    paths: dict[str, str] = {"seed": "seed"}
+    for tname in _SIM_TABLES:
+        for key, value in _table(doc, tname, file).items():
+            if key in paths:
+                raise ScenarioError(file, f"{tname}.{key}", f"also set in {paths[key]}")
+            if key in ("seed", "cost"):
+                raise ScenarioError(file, f"{tname}.{key}", f"set it as top-level {key}")
+            table[key], paths[key] = value, f"{tname}.{key}"
+    if "cost" in doc:
+        table["cost"], paths["cost"] = _table(doc, "cost", file), "cost"
+    sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
+    variants = _variants(_table(doc, "variants", file), file)
+    return Scenario(
+        name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
+    )
+
+
+def bundled_scenarios() -> dict[str, pathlib.Path]:
+    """Bundled scenario name -> path (``radixbench.workloads.scenarios/*.toml``), sorted."""
+    from radixbench.workloads import scenarios
+
+    root = resources.files(scenarios)
+    return {
+        p.name[: -len(".toml")]: pathlib.Path(str(p))
+        for p in sorted(root.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".toml")
+    }
+
+
+def resolve_scenario(ref: str) -> pathlib.Path:
+    """A scenario path from a file path or a bundled name; ``ScenarioError`` if neither."""
+    bundled = bundled_scenarios()
+    if ref in bundled:
+        return bundled[ref]
+    path = pathlib.Path(ref).expanduser()
+    if path.suffix == ".toml" or path.exists():
+        return path
+    raise ScenarioError(
+        ref, None, f"no such scenario file or bundled scenario; bundled: {', '.join(bundled)}"
+    )
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"arrivals.rate=4.5"`` -> ``("arrivals.rate", 4.5)``: the value is a TOML value (a bare
+    word is taken as a string). ``ValueError`` if there is no ``=``."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set expects KEY=VALUE, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key.strip(), value
+
+
+def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> None:
+    if key.startswith("sim."):  # the SimConfig field, in whichever table already sets it
+        field = key[len("sim.") :]
+        table = next((t for t in _SIM_TABLES if field in doc.get(t, {})), _SIM_TABLES[0])
+        key = f"{table}.{field}"
+    *parents, last = key.split(".")
+    node = doc
+    for i, part in enumerate(parents):
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ScenarioError(file, ".".join(parents[: i + 1]), "is not a table")
+        node = nxt
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+
+
+def load_scenario(ref: str | pathlib.Path, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Read and validate a scenario (file path or bundled name).
+
+    ``overrides``: dotted key -> value applied to the TOML document before validation
+    (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``. Raises
+    :class:`ScenarioError` (one line naming the file and key path).
+    """
+    path = resolve_scenario(str(ref))
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(file, None, f"cannot read scenario: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(file, None, f"not UTF-8 text: {exc.reason}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(file, None, f"invalid TOML: {exc}") from None
+    for key, value in (overrides or {}).items():
+        _apply_override(doc, key, value, file)
+    name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
+    return parse_scenario(doc, file, name, path.parent.resolve())

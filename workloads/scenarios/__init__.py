@@ -1,0 +1,1 @@
+"""Bundled scenario files (``*.toml``), listed by ``radixbench scenarios``."""
