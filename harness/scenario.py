@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 import sys
 import types
 import typing
@@ -175,6 +176,9 @@ def build_dataclass(
             except (ValueError, TypeError) as single:
                 if str(single) == str(exc):
                     raise ScenarioError(file, at(key), str(exc)) from None
+        named = [(m.start(), k) for k in kwargs if (m := re.search(rf"\b{k}\b", str(exc)))]
+        if named:  # cross-field check: blame the key the message names first
+            raise ScenarioError(file, at(min(named)[1]), str(exc)) from None
         raise ScenarioError(file, path or ", ".join(map(at, kwargs)) or None, str(exc)) from None
 
 
@@ -253,10 +257,10 @@ def parse_scenario(
     paths: dict[str, str] = {"seed": "seed"}
     for tname in _SIM_TABLES:
         for key, value in _table(doc, tname, file).items():
-            if key in paths:
-                raise ScenarioError(file, f"{tname}.{key}", f"also set in {paths[key]}")
             if key in ("seed", "cost"):
                 raise ScenarioError(file, f"{tname}.{key}", f"set it as top-level {key}")
+            if key in paths:
+                raise ScenarioError(file, f"{tname}.{key}", f"also set in {paths[key]}")
             table[key], paths[key] = value, f"{tname}.{key}"
     if "cost" in doc:
         table["cost"], paths["cost"] = _table(doc, "cost", file), "cost"

@@ -20,7 +20,9 @@ def gaps(a: Arrivals, n: int = 20000, seed: int = 0) -> np.ndarray:
 
 
 def test_trace_times_shift_and_scale() -> None:
-    out = apply_arrivals(reqs(3), Arrivals(time_scale=3.0, rate_scale=2.0), np.random.default_rng(0))
+    out = apply_arrivals(
+        reqs(3), Arrivals(time_scale=3.0, rate_scale=2.0), np.random.default_rng(0)
+    )
     assert [r.arrival_s for r in out] == pytest.approx([0.0, 1.5, 3.0])
     assert [r.rid for r in out] == [0, 1, 2]
 

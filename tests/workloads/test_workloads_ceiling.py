@@ -27,7 +27,14 @@ def brute_force(reqs: list[TraceRequest]) -> list[int]:
 
 def test_matches_token_level_brute_force_with_partial_blocks() -> None:
     bs = 4
-    specs = [((0, 1, 2), 10), ((0, 1, 2), 12), ((0, 1), 6), ((0, 1, 3), 9), ((5,), 2), ((0, 1, 2), 9)]
+    specs = [
+        ((0, 1, 2), 10),
+        ((0, 1, 2), 12),
+        ((0, 1), 6),
+        ((0, 1, 3), 9),
+        ((5,), 2),
+        ((0, 1, 2), 9),
+    ]
     reqs = [TraceRequest(i, 0.0, n, 1, HashBlocks(h, bs)) for i, (h, n) in enumerate(specs)]
     got = prefix_hits(reqs)
     assert got == brute_force(reqs)

@@ -38,7 +38,12 @@ def test_gsp_defaults_follow_sglang() -> None:
 
 def test_prefix_repetition_defaults_follow_vllm() -> None:
     p = PrefixRepetition()
-    assert (p.prefix_tokens, p.suffix_tokens, p.num_prefixes, p.output_tokens) == (256, 256, 10, 128)
+    assert (p.prefix_tokens, p.suffix_tokens, p.num_prefixes, p.output_tokens) == (
+        256,
+        256,
+        10,
+        128,
+    )
     r = gen("prefix-repetition", PrefixRepetition(requests=50))
     assert len(r) == 50 and {x.input_length for x in r} == {512}
     assert sum(prefix_hits(r)) == (50 - 10) * 256
@@ -56,7 +61,10 @@ def test_multi_turn_context_grows_and_keeps_turn_order() -> None:
         lens = [t.input_length for t in turns]
         assert lens == sorted(lens) and len(set(lens)) == 4
         for a, b in zip(turns, turns[1:]):
-            ta, tb = block_tokens(a.hash_ids, a.input_length), block_tokens(b.hash_ids, b.input_length)
+            ta, tb = (
+                block_tokens(a.hash_ids, a.input_length),
+                block_tokens(b.hash_ids, b.input_length),
+            )
             assert tb[: len(ta)] == ta  # each turn's prompt extends the previous one
 
 
@@ -66,8 +74,12 @@ def test_few_shot_tree_and_long_context_shapes() -> None:
     tree = gen("tree-of-thought", TreeOfThought(problems=2, branching=2, depth=3))
     assert len(tree) == 2 * (2 + 4 + 8)
     assert sorted({x.input_length for x in tree}) == [512, 640, 768]
-    lc = gen("long-context", LongContext(documents=3, questions=2, min_document_tokens=1000,
-                                         max_document_tokens=1_000_000))
+    lc = gen(
+        "long-context",
+        LongContext(
+            documents=3, questions=2, min_document_tokens=1000, max_document_tokens=1_000_000
+        ),
+    )
     assert len(lc) == 6 and all(1000 <= x.input_length - 64 <= 1_000_192 for x in lc)
     assert hit_ceiling(lc)["all"] > 0.3
 

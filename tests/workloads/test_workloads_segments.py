@@ -50,7 +50,9 @@ def test_prefix_rule_shares_at_most_prefix_tokens() -> None:
 
 
 def test_prefix_rule_zero_prefixes_is_unique_and_validation() -> None:
-    reqs = PrefixRule(prefixes=0).apply([(0, 0.0, 40, 1), (1, 1.0, 40, 1)], np.random.default_rng(0))
+    reqs = PrefixRule(prefixes=0).apply(
+        [(0, 0.0, 40, 1), (1, 1.0, 40, 1)], np.random.default_rng(0)
+    )
     assert set(reqs[0].hash_ids).isdisjoint(reqs[1].hash_ids)
     for bad in ({"prefixes": -1}, {"prefix_tokens": 0}, {"zipf_s": -1.0}, {"block_size": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):

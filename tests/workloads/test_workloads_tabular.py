@@ -33,7 +33,10 @@ def test_bundled_azure_traces_load_whole(name: str, rows: int) -> None:
 def test_azure_first_row_and_selection() -> None:
     path = bundled_azure_path("code")
     first = load_azure(path, RULE, rng(), max_requests=2)
-    assert [(r.rid, r.input_length, r.output_length) for r in first] == [(0, 4808, 10), (1, 3180, 8)]
+    assert [(r.rid, r.input_length, r.output_length) for r in first] == [
+        (0, 4808, 10),
+        (1, 3180, 8),
+    ]
     assert first[1].arrival_s == pytest.approx(0.052)
     win = load_azure(path, RULE, rng(), start_s=180.0, window_s=30.0)
     assert win and all(180.0 <= r.arrival_s < 210.0 for r in win)
@@ -60,7 +63,9 @@ AZ_OK = "2023-11-16 18:17:03.9799600,48,10\n"
     ],
 )
 def test_azure_bad_rows_error_or_skip(tmp_path: Path, line: str, needle: str) -> None:
-    path = write(tmp_path / "az.csv", AZ_HEAD + AZ_OK + line + "\n" + AZ_OK.replace("03.97", "05.97"))
+    path = write(
+        tmp_path / "az.csv", AZ_HEAD + AZ_OK + line + "\n" + AZ_OK.replace("03.97", "05.97")
+    )
     with pytest.raises(TraceError, match=needle) as exc:
         load_azure(path, RULE, rng())
     assert str(exc.value).startswith(f"{path}:3: ")
@@ -85,7 +90,10 @@ def test_generic_jsonl_with_hashes_and_csv_without(tmp_path: Path) -> None:
     got = load_generic(j, RULE, rng(), block_size=16)
     assert [r.arrival_s for r in got] == [0.0, 0.5]
     assert got[1].hash_ids == (1, 3) and got[1].hash_ids.block_size == 16  # type: ignore[attr-defined]
-    c = write(tmp_path / "t.csv", "arrival_s,input_length,output_length,hash_ids\n0,30,2,1 2\n2,20,2,1 3\n")
+    c = write(
+        tmp_path / "t.csv",
+        "arrival_s,input_length,output_length,hash_ids\n0,30,2,1 2\n2,20,2,1 3\n",
+    )
     assert [(r.input_length, tuple(r.hash_ids)) for r in load_generic(c, RULE, rng())] == [
         (30, (1, 2)),
         (20, (1, 3)),
@@ -105,7 +113,10 @@ def test_generic_jsonl_with_hashes_and_csv_without(tmp_path: Path) -> None:
         ('{"arrival_s": 2, "input_length": 0, "output_length": 1}', "input_length"),
         ('{"arrival_s": 2, "input_length": 3, "output_length": true}', "output_length"),
         ('{"arrival_s": 2, "input_length": 3, "output_length": 1, "hash_ids": [-1]}', "hash_ids"),
-        ('{"arrival_s": 2, "input_length": 40, "output_length": 1, "hash_ids": [1]}', "does not fit"),
+        (
+            '{"arrival_s": 2, "input_length": 40, "output_length": 1, "hash_ids": [1]}',
+            "does not fit",
+        ),
         ('{"arrival_s": 2, "input_length": 4, "output_length": 1, "hash_ids": [1]}', "every line"),
         ('{"arrival_s": 0.5, "input_length": 3, "output_length": 1}', "before the previous"),
     ],
