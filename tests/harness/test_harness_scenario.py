@@ -172,7 +172,7 @@ def test_trace_workload_paths_and_kinds(tmp_path: Path) -> None:
     base = 'description = "t"\n[workload]\n'
     with pytest.raises(ScenarioError, match="workload: path is required"):
         load_scenario(write(tmp_path, base + 'kind = "trace"\n'))
-    with pytest.raises(ScenarioError, match="workload.trace: unknown Azure trace"):
+    with pytest.raises(ScenarioError, match=r"workload\.trace: unknown Azure trace"):
         load_scenario(write(tmp_path, base + 'kind = "azure"\ntrace = "chat"\n'))
     sc = load_scenario(write(tmp_path, base + 'kind = "trace"\npath = "x.csv"\n'))
     assert sc.base_dir == tmp_path.resolve() and sc.workload.path == "x.csv"
@@ -181,7 +181,7 @@ def test_trace_workload_paths_and_kinds(tmp_path: Path) -> None:
 def test_missing_file_unreadable_and_unknown_name(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="cannot read scenario"):
         load_scenario(tmp_path / "none.toml")
-    with pytest.raises(ScenarioError, match="bundled: .*mooncake-conversation"):
+    with pytest.raises(ScenarioError, match=r"bundled: .*mooncake-conversation"):
         load_scenario("no-such-scenario")
     bad = tmp_path / "b.toml"
     bad.write_bytes(b'description = "\xff"\n')

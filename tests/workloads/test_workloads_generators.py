@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -60,7 +62,7 @@ def test_multi_turn_context_grows_and_keeps_turn_order() -> None:
     for turns in by_session.values():
         lens = [t.input_length for t in turns]
         assert lens == sorted(lens) and len(set(lens)) == 4
-        for a, b in zip(turns, turns[1:]):
+        for a, b in itertools.pairwise(turns):
             ta, tb = (
                 block_tokens(a.hash_ids, a.input_length),
                 block_tokens(b.hash_ids, b.input_length),
