@@ -16,16 +16,13 @@ checked against the field's annotation, unknown keys are refused, and the datacl
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
-import re
 import sys
-import types
-import typing
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radixbench.harness.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.sources import SOURCES
@@ -58,15 +55,6 @@ _DEFAULT_VARIANTS = {
 }
 
 
-class ScenarioError(ValueError):
-    """A scenario file is missing, not TOML, or invalid: ``"<file>: <key.path>: <reason>"``."""
-
-    def __init__(self, file: str, key: str | None, reason: str) -> None:
-        self.file, self.key = file, key
-        self.reason = " ".join(str(reason).split())
-        super().__init__(f"{file}: {key}: {self.reason}" if key else f"{file}: {self.reason}")
-
-
 @dataclass(frozen=True)
 class Scenario:
     """A validated scenario. ``workload`` is the parameter dataclass of ``kind``; ``sim``
@@ -85,103 +73,6 @@ class Scenario:
     base_dir: pathlib.Path | None = None
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp))
-
-
-def _coerce(value: Any, tp: Any, key: str, file: str) -> Any:
-    """Check ``value`` (from TOML) against annotation ``tp``; return it converted."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        errors = []
-        for a in inner:
-            try:
-                return _coerce(value, a, key, file)
-            except ScenarioError as e:
-                errors.append(e.reason)
-        raise ScenarioError(file, key, " or ".join(errors))
-    if origin is typing.Literal:
-        if value not in args:
-            raise ScenarioError(file, key, f"must be one of {', '.join(map(repr, args))}")
-        return value
-    if origin in (tuple, list):
-        if not isinstance(value, list):
-            raise ScenarioError(file, key, f"must be an array, got {type(value).__name__}")
-        item = args[0] if args else Any
-        seq = [_coerce(v, item, f"{key}[{i}]", file) for i, v in enumerate(value)]
-        return tuple(seq) if origin is tuple else seq
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        if not isinstance(value, dict):
-            raise ScenarioError(file, key, f"must be a table, got {type(value).__name__}")
-        return build_dataclass(tp, value, key, file)
-    ok = True
-    if tp is bool:
-        ok = isinstance(value, bool)
-    elif tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif tp is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        value = float(value) if ok else value
-    elif tp is str:
-        ok = isinstance(value, str)
-    if not ok:
-        raise ScenarioError(
-            file, key, f"must be {_type_name(tp)}, got {type(value).__name__} {value!r}"
-        )
-    return value
-
-
-def build_dataclass(
-    cls: type, table: dict[str, Any], path: str, file: str, paths: dict[str, str] | None = None
-) -> Any:
-    """Build dataclass ``cls`` from a TOML table by field introspection.
-
-    Keys are init-field names; values are checked against the
-    annotations (resolved with ``typing.get_type_hints``), then ``cls(**table)`` runs its own
-    validation. A ``ValueError`` from it is blamed on the one key that alone reproduces it,
-    else on the table. Raises :class:`ScenarioError` naming ``path.key`` (or ``paths[key]``).
-    """
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    known = list(fields)
-
-    def at(key: str) -> str:
-        if paths and key in paths:
-            return paths[key]
-        return f"{path}.{key}" if path else key
-
-    kwargs = {}
-    for key, value in table.items():
-        where = at(key)
-        if key not in known:
-            raise ScenarioError(file, where, f"unknown key; known: {', '.join(known)}")
-        tp = hints[key]
-        factory = fields[key].default_factory
-        if (
-            isinstance(value, dict)
-            and not dataclasses.is_dataclass(tp)
-            and factory is not dataclasses.MISSING
-        ):
-            tp = type(
-                factory()
-            )  # e.g. a cost model annotated by a protocol: use the default's class
-        kwargs[key] = _coerce(value, tp, where, file)
-    try:
-        return cls(**kwargs)
-    except (ValueError, TypeError) as exc:
-        for key, value in kwargs.items():
-            try:
-                cls(**{key: value})
-            except (ValueError, TypeError) as single:
-                if str(single) == str(exc):
-                    raise ScenarioError(file, at(key), str(exc)) from None
-        named = [(m.start(), k) for k in kwargs if (m := re.search(rf"\b{k}\b", str(exc)))]
-        if named:  # cross-field check: blame the key the message names first
-            raise ScenarioError(file, at(min(named)[1]), str(exc)) from None
-        raise ScenarioError(file, path or ", ".join(map(at, kwargs)) or None, str(exc)) from None
-
-
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
     value = doc.get(name, {})
     if not isinstance(value, dict):
@@ -197,7 +88,7 @@ def _variants(table: dict[str, Any], file: str) -> tuple[Variant, ...]:
             )
     lists = {}
     for key, default in _DEFAULT_VARIANTS.items():
-        names = _coerce(table.get(key, default), list[str], f"variants.{key}", file)
+        names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
         if not names:
             raise ScenarioError(file, f"variants.{key}", "must not be empty")
         lists[key] = names
@@ -231,7 +122,7 @@ def parse_scenario(
     desc = doc.get("description")
     if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
         raise ScenarioError(file, "description", "a one-line string is required")
-    seed = _coerce(doc.get("seed", 0), int, "seed", file)
+    seed = coerce(doc.get("seed", 0), int, "seed", file)
     if seed < 0:
         raise ScenarioError(file, "seed", f"must be >= 0, got {seed}")
     work = dict(_table(doc, "workload", file))

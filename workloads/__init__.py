@@ -6,9 +6,19 @@
 (``"<file>:<line>: <reason>"``) on malformed input; :func:`block_tokens` and
 :func:`output_tokens` turn block hashes and request ids into deterministic int64 token ids
 so that requests sharing a hash prefix share a token prefix in the radix cache.
+
+Scenario workloads: :mod:`.sources` (kind -> parameters -> requests), :mod:`.generators` (the
+synthetic prefix-sharing workloads), :mod:`.tabular` (Azure 2023 and generic JSONL/CSV traces),
+:mod:`.segments` (segment prompts, the synthetic-prefix rule), :mod:`.arrivals` (Poisson, gamma,
+constant, trace timestamps; scaling; selection) and :mod:`.ceiling` (infinite-cache hit ceiling).
 """
 
-from radixbench.workloads.tokens import DEFAULT_VOCAB_SIZE, block_tokens, output_tokens
+from radixbench.workloads.tokens import (
+    DEFAULT_VOCAB_SIZE,
+    HashBlocks,
+    block_tokens,
+    output_tokens,
+)
 from radixbench.workloads.trace import (
     MOONCAKE_BLOCK_SIZE,
     TraceError,
@@ -20,6 +30,7 @@ from radixbench.workloads.trace import (
 __all__ = [
     "DEFAULT_VOCAB_SIZE",
     "MOONCAKE_BLOCK_SIZE",
+    "HashBlocks",
     "TraceError",
     "TraceRequest",
     "block_tokens",
