@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from radixbench.harness.cli import main
+from radixbench.harness.cmd_scenarios import scenario_ceiling
 from radixbench.harness.scenario import bundled_scenarios
 
 SMALL = ["--requests", "12", "--evictors", "heapify,persistent-heap", "--matchers", "linear"]
@@ -112,3 +113,14 @@ def test_scenario_file_with_relative_generic_trace(tmp_path: Path, capsys) -> No
     reqs = pd.read_csv(run_dir(out) / "requests.csv")
     assert list(reqs["arrival_s"]) == pytest.approx([i / 2 for i in range(8)])
     assert reqs["prefix_hit_tokens"].sum() > 0
+
+
+def test_scenarios_ceiling_column_matches_the_analytic_value(capsys) -> None:
+    assert scenario_ceiling("prefix-repetition") == (
+        1000,
+        {"all": pytest.approx(990 * 256 / (1000 * 512)), "last_half": pytest.approx(0.5)},
+    )
+    assert main(["scenarios", "--ceiling"]) == 0
+    rows = {ln.split()[0]: ln.split() for ln in capsys.readouterr().out.splitlines()[1:]}
+    assert set(rows) == set(bundled_scenarios())
+    assert rows["prefix-repetition"][1:4] == ["1000", "0.495", "0.500"]
