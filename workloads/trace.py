@@ -45,13 +45,15 @@ class TraceRequest:
     """One request of a trace.
 
     Attributes:
-        rid: 0-based index of the record in the trace file (blank lines are not counted);
-            stable whatever window or limit selected it.
+        rid: 0-based index of the record in the trace file (blank lines are not counted;
+            malformed lines skipped with ``on_bad_line="skip"`` are); stable whatever window
+            or limit selected it.
         arrival_s: arrival time in seconds since the timestamp of the file's first record.
         input_length: prompt length in tokens.
         output_length: number of generated tokens (>= 1).
         hash_ids: one hash per ``block_size``-token prompt block (512 for Mooncake); the
-            last block may be partial.
+            last block may be partial. Workloads with another block size store a
+            :class:`radixbench.workloads.tokens.HashBlocks`, which carries it.
     """
 
     rid: int
