@@ -21,6 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` to the subcommands."""
     c = sub.add_parser("compare", help="run one trace under several cache algorithm variants")
     c.set_defaults(func=run)
+    add_compare_arguments(c)
+
+
+def add_compare_arguments(c: argparse.ArgumentParser) -> None:
+    """Add every option of ``compare`` to ``c`` (shared with ``profile``); read them back with
+    :func:`spec_from_args`."""
     c.add_argument("--trace", type=Path, help="Mooncake JSONL trace (default: bundled)")
     sel = c.add_mutually_exclusive_group()
     sel.add_argument(
@@ -76,8 +82,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--no-progress", action="store_true")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
+def spec_from_args(args: argparse.Namespace) -> CompareSpec:
+    """The :class:`CompareSpec` the options of :func:`add_compare_arguments` describe.
+
+    Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
+    """
     if args.trace is not None and not args.trace.is_file():
         raise UsageError(f"--trace: no such file: {args.trace}")
     sim = SimConfig(
@@ -98,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         out=args.out,
     )
+    return spec
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
+    spec = spec_from_args(args)
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     _print_summary(outcome.report, outcome.equivalence)
     print(f"\nwall time {outcome.wall_s:.1f} s; report: {outcome.run_dir / 'report.md'}")
