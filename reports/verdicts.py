@@ -111,7 +111,9 @@ def bootstrap_ratio(
     if ratios.size == 0:
         return ratio, float("nan"), float("nan")
     tail = (1.0 - level) / 2.0 * 100.0
-    lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
+    # infinite ratios (candidate median 0 ns) cannot be interpolated: pick sample values then
+    method = "inverted_cdf" if np.isinf(ratios).any() else "linear"
+    lo, hi = np.percentile(ratios, [tail, 100.0 - tail], method=method)
     return ratio, float(lo), float(hi)
 
 
