@@ -15,9 +15,7 @@ from radixbench.harness.profiling import SOURCE_ROOT, hottest_lines, profile_com
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``profile`` to the subcommands."""
-    p = sub.add_parser(
-        "profile", help="run a comparison under scalene and print the hottest lines"
-    )
+    p = sub.add_parser("profile", help="run a comparison under scalene and print the hottest lines")
     p.set_defaults(func=run)
     add_compare_arguments(p)
     p.add_argument(

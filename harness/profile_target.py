@@ -70,7 +70,12 @@ def run_target(spec: CompareSpec, torch_profiler: bool) -> dict[str, Any]:
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    with labelled_batch_builder(), profile(activities=activities, ) as prof:
+    with (
+        labelled_batch_builder(),
+        profile(
+            activities=activities,
+        ) as prof,
+    ):
         outcome = run_compare(spec, progress=False)
     trace = outcome.run_dir / "profile" / "torch_trace.json"
     trace.parent.mkdir(exist_ok=True)

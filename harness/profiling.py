@@ -129,9 +129,7 @@ def profile_compare(
                 cwd=tmp,
             )
             if view.returncode == 0 and (tmp / "scalene-profile.html").is_file():
-                scalene_html = Path(
-                    shutil.move(tmp / "scalene-profile.html", out / "scalene.html")
-                )
+                scalene_html = Path(shutil.move(tmp / "scalene-profile.html", out / "scalene.html"))
     trace = result.get("torch_trace")
     return ProfileOutcome(
         run_dir=run_dir,

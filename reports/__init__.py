@@ -113,7 +113,9 @@ def write_report(
     if timeseries is not None:
         validate_frame(timeseries, TIMESERIES_COLUMNS, "timeseries")
     if metrics is not None and not isinstance(metrics, pd.DataFrame):
-        raise ValueError(f"metrics table: expected a pandas DataFrame, got {type(metrics).__name__}")
+        raise ValueError(
+            f"metrics table: expected a pandas DataFrame, got {type(metrics).__name__}"
+        )
     run_dir = Path(run_dir)
     seed = meta.get("seed")
 

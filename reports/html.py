@@ -60,9 +60,7 @@ def frame_html(df: pd.DataFrame, table_id: str) -> str:
 
 
 def _dl(rows: list[tuple[str, str]]) -> str:
-    items = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows
-    )
+    items = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
     return f"<table>{items}</table>"
 
 

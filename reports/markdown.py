@@ -24,6 +24,7 @@ from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
 __all__ = ["format_cell", "pipe_table", "write_report_md"]
 
+
 def format_cell(value: Any) -> str:
     """Format one table cell: floats to 6 significant digits (whole numbers, no exponent, at
     >= 1e6), non-finite floats as ``n/a``/``inf``/``-inf``, ``|`` and newlines escaped."""
@@ -171,9 +172,7 @@ def write_report_md(
     lines += [*_verdict_block(verdicts)]
     lines += [*_equivalence_block(equivalence), ""]
     lines += [*_environment_block(meta), ""]
-    achieved = (
-        float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
-    )
+    achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
     ceiling = hit_rate_text(achieved, meta)
     lines += [
         "## Variants",

@@ -156,9 +156,9 @@ def plot_verdict_bars(verdicts: pd.DataFrame, path: Path | str) -> Path:
     hi = verdicts["ci_high"].to_numpy(np.float64)
     err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
     err = np.nan_to_num(err, nan=0.0, posinf=0.0)
-    colors = verdicts["verdict"].map(
-        {"faster": "tab:green", "slower": "tab:red"}
-    ).fillna("tab:gray")
+    colors = (
+        verdicts["verdict"].map({"faster": "tab:green", "slower": "tab:red"}).fillna("tab:gray")
+    )
     labels = [f"{m}: {c}" for m, c in zip(verdicts["metric"], verdicts["candidate"])]
     y = np.arange(n)
     ax.barh(y, np.nan_to_num(ratio, posinf=0.0), xerr=err, color=list(colors), capsize=3)

@@ -112,8 +112,10 @@ def bootstrap_ratio(
         return ratio, float("nan"), float("nan")
     tail = (1.0 - level) / 2.0 * 100.0
     # infinite ratios (candidate median 0 ns) cannot be interpolated: pick sample values then
-    method = "inverted_cdf" if np.isinf(ratios).any() else "linear"
-    lo, hi = np.percentile(ratios, [tail, 100.0 - tail], method=method)
+    if np.isinf(ratios).any():
+        lo, hi = np.percentile(ratios, [tail, 100.0 - tail], method="inverted_cdf")
+    else:
+        lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
     return ratio, float(lo), float(hi)
 
 

@@ -227,3 +227,25 @@ def timeseries_df() -> pd.DataFrame:
 def metrics_df() -> pd.DataFrame:
     """Synthetic serving-metrics table, one row per variant."""
     return make_metrics()
+
+
+@pytest.fixture(scope="module")
+def rendered_run(tmp_path_factory) -> tuple[dict, pd.DataFrame]:
+    """One full :func:`write_report` of the synthetic run with time series and metrics (50
+    bootstrap resamples), shared by a test module: ``(result, metrics frame)``."""
+    from radixbench.reports import write_report
+
+    meta = {"scenario": "synthetic-smoke", "requests": N_REQUESTS, "seed": 1234, "wall_s": 1.0}
+    eq = {"ok": True, "n_requests": N_REQUESTS, "variants": list(VARIANTS), "first_diff": None}
+    metrics = make_metrics()
+    result = write_report(
+        tmp_path_factory.mktemp("rendered"),
+        make_requests(),
+        make_ops(),
+        meta,
+        eq,
+        timeseries=make_timeseries(),
+        metrics=metrics,
+        n_resamples=50,
+    )
+    return dict(result), metrics

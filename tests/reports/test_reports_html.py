@@ -6,13 +6,11 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from radixbench.reports import write_report
-from radixbench.reports.html import frame_html
+from radixbench.reports.html import frame_html, write_report_html
 
 #: Appended to a *copy* of the report: after the load event (all images decoded) it records
 #: what the browser actually rendered in a <pre id="rb-check"> that --dump-dom prints.
@@ -52,10 +50,10 @@ def _chromium() -> str:
     pytest.skip("headless Chromium is not installed (CI installs Debian's chromium in .ci/run)")
 
 
-def test_report_html_is_self_contained(tmp_path, requests_df, ops_df, meta, equivalence_ok):
-    result = write_report(tmp_path, requests_df, ops_df, meta, equivalence_ok, n_resamples=50)
+def test_report_html_is_self_contained(rendered_run):
+    result, _ = rendered_run
     text = result["report_html"].read_text(encoding="utf-8")
-    assert result["report_html"] == tmp_path / "report.html"
+    assert result["report_html"].name == "report.html"
     srcs = re.findall(r'src="([^"]*)"', text)
     assert len(srcs) == len(result["plots"])
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
@@ -63,10 +61,10 @@ def test_report_html_is_self_contained(tmp_path, requests_df, ops_df, meta, equi
     assert "PASS" in text and "EQUIVALENCE FAILED" not in text
 
 
-def test_failed_equivalence_is_loud_in_html(tmp_path, requests_df, ops_df, meta, equivalence_bad):
-    result = write_report(tmp_path, requests_df, ops_df, meta, equivalence_bad, n_resamples=50)
-    text = result["report_html"].read_text(encoding="utf-8")
-    assert "EQUIVALENCE FAILED" in text and "rid 17" in text
+def test_failed_equivalence_is_loud_in_html(tmp_path, meta, equivalence_bad):
+    path = write_report_html(tmp_path, meta=meta, equivalence=equivalence_bad, frames={}, plots={})
+    text = path.read_text(encoding="utf-8")
+    assert "EQUIVALENCE FAILED" in text and "rid 17" in text and "PASS" not in text
 
 
 def test_frame_html_escapes_and_marks_verdicts() -> None:
@@ -77,21 +75,9 @@ def test_frame_html_escapes_and_marks_verdicts() -> None:
     assert "no rows" in frame_html(df.iloc[0:0], "t")
 
 
-def test_report_renders_in_headless_chromium(
-    tmp_path, requests_df, ops_df, meta, equivalence_ok, timeseries_df, metrics_df
-):
+def test_report_renders_in_headless_chromium(tmp_path, rendered_run):
     chromium = _chromium()
-    run_dir = tmp_path / "run"
-    result = write_report(
-        run_dir,
-        requests_df,
-        ops_df,
-        meta,
-        equivalence_ok,
-        timeseries=timeseries_df,
-        metrics=metrics_df,
-        n_resamples=50,
-    )
+    result, metrics_df = rendered_run
     probe = tmp_path / "probe.html"
     html = result["report_html"].read_text(encoding="utf-8")
     probe.write_text(html.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
