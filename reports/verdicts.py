@@ -11,11 +11,13 @@ algorithm changes per comparison. Each pair is compared on
   TPOT (``tpot_s``) when the per-request table has it.
 
 Statistic: the **median** of the samples. Ratio = median(baseline) / median(candidate), so a
-ratio > 1 means the candidate is faster. The 95 % interval is the percentile bootstrap: both
-samples are resampled independently with replacement ``n_resamples`` times with a seeded
+ratio > 1 means the candidate is faster. The 95 % interval is the percentile bootstrap:
+``n_resamples`` resamples with replacement drawn with a seeded
 :func:`numpy.random.default_rng` (deterministic), and the 2.5/97.5 percentiles of the resampled
-ratios are reported. Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when
-it lies below 1, otherwise ``no significant difference``.
+ratios are reported. Op samples are resampled independently (calls do not pair up across
+variants); request metrics are paired by ``rid`` (the same request under both variants,
+finished in both) and resampled jointly. Verdict: ``faster`` when the whole interval lies
+above 1, ``slower`` when it lies below 1, otherwise ``no significant difference``.
 """
 
 from __future__ import annotations
@@ -66,15 +68,21 @@ def _ratio(base: float, cand: float) -> float:
     return base / cand
 
 
-def _boot_medians(x: np.ndarray, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
-    """Medians of ``n_resamples`` resamples (with replacement) of ``x``; shape ``[n_resamples]``."""
-    out = np.empty(n_resamples, dtype=np.float64)
-    chunk = max(1, _CHUNK_ELEMENTS // max(x.size, 1))
+def _boot_medians(
+    xs: tuple[np.ndarray, ...], rng: np.random.Generator, n_resamples: int
+) -> tuple[np.ndarray, ...]:
+    """Medians of ``n_resamples`` resamples (with replacement) of each equal-length sample of
+    ``xs``, drawn with the *same* indices (a paired bootstrap when ``len(xs) > 1``); each
+    result has shape ``[n_resamples]``."""
+    n = xs[0].size
+    outs = tuple(np.empty(n_resamples, dtype=np.float64) for _ in xs)
+    chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
     for start in range(0, n_resamples, chunk):
         k = min(chunk, n_resamples - start)
-        idx = rng.integers(0, x.size, size=(k, x.size))
-        out[start : start + k] = np.median(x[idx], axis=1)
-    return out
+        idx = rng.integers(0, n, size=(k, n))
+        for x, out in zip(xs, outs, strict=True):
+            out[start : start + k] = np.median(x[idx], axis=1)
+    return outs
 
 
 def bootstrap_ratio(
@@ -84,10 +92,15 @@ def bootstrap_ratio(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    paired: bool = False,
 ) -> tuple[float, float, float]:
     """Median ratio baseline/candidate and its percentile-bootstrap interval.
 
     ``baseline``, ``candidate``: 1-D samples (any unit, the same for both; NaNs dropped).
+    Unpaired (default): the two samples are resampled independently. ``paired``: element i of
+    both samples belongs together (the same request under two variants); pairs with a NaN on
+    either side are dropped and pairs are resampled jointly (``ValueError`` on unequal
+    lengths).
     Returns ``(ratio, ci_low, ci_high)``; all NaN when either sample is empty. Deterministic
     for a given ``seed``. Raises :class:`ValueError` on ``n_resamples < 1`` or ``level``
     outside (0, 1).
@@ -98,13 +111,22 @@ def bootstrap_ratio(
         raise ValueError(f"level must be in (0, 1), got {level}")
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
-    b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+    if paired:
+        if b.size != c.size:
+            raise ValueError(f"paired samples differ in length: {b.size} vs {c.size}")
+        keep = ~(np.isnan(b) | np.isnan(c))
+        b, c = b[keep], c[keep]
+    else:
+        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
     if b.size == 0 or c.size == 0:
         return float("nan"), float("nan"), float("nan")
     ratio = _ratio(float(np.median(b)), float(np.median(c)))
     rng = np.random.default_rng(seed)
-    bb = _boot_medians(b, rng, n_resamples)
-    cc = _boot_medians(c, rng, n_resamples)
+    if paired:
+        bb, cc = _boot_medians((b, c), rng, n_resamples)
+    else:
+        (bb,) = _boot_medians((b,), rng, n_resamples)
+        (cc,) = _boot_medians((c,), rng, n_resamples)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(cc == 0, np.where(bb == 0, np.nan, np.inf), bb / cc)
     ratios = ratios[~np.isnan(ratios)]
@@ -167,7 +189,7 @@ def verdict_table(
     done = requests[requests["status"] == "finished"]
     rows = []
     for axis, cand, base in _pairs(variants, baseline):
-        samples: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+        samples: list[tuple[str, str, np.ndarray, np.ndarray, bool]] = []
         for op in AXIS_OPS[axis][1]:
             sel = ops[ops["op"] == op]
             samples.append(
@@ -176,23 +198,33 @@ def verdict_table(
                     "ns",
                     sel.loc[sel["variant"] == base, "ns"].to_numpy(np.float64),
                     sel.loc[sel["variant"] == cand, "ns"].to_numpy(np.float64),
+                    False,
                 )
             )
+        # the same requests ran under both variants: pair them by rid (finished in both)
+        both = done[done["variant"] == base].merge(
+            done[done["variant"] == cand], on="rid", suffixes=("_b", "_c")
+        )
         for col in REQUEST_METRICS:
             if col in done.columns:
                 samples.append(
                     (
                         col,
                         "s",
-                        done.loc[done["variant"] == base, col].to_numpy(np.float64),
-                        done.loc[done["variant"] == cand, col].to_numpy(np.float64),
+                        both[f"{col}_b"].to_numpy(np.float64),
+                        both[f"{col}_c"].to_numpy(np.float64),
+                        True,
                     )
                 )
-        for metric, unit, b, c in samples:
-            b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+        for metric, unit, b, c, paired in samples:
+            if paired:
+                keep = ~(np.isnan(b) | np.isnan(c))
+                b, c = b[keep], c[keep]
+            else:
+                b, c = b[~np.isnan(b)], c[~np.isnan(c)]
             if b.size == 0 or c.size == 0:
                 continue
-            ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed)
+            ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed, paired=paired)
             rows.append(
                 {
                     "metric": metric,

@@ -111,3 +111,26 @@ def test_flatten_axis_compares_batch_builds(ops_factory, requests_df) -> None:
     flat = table[table["baseline"] == "heapify/linear/sum"]
     assert set(flat["metric"]) == {"build_extend ns", "build_decode ns"}
     assert set(flat["candidate"]) == {"heapify/linear/chain"}
+
+
+def test_paired_bootstrap_of_identical_requests_is_exactly_one() -> None:
+    """The same requests with the same latency under two variants (isolated clock): the paired
+    interval collapses to [1, 1]; an unpaired one would not."""
+    x = np.random.default_rng(2).lognormal(0, 1, 300)
+    assert bootstrap_ratio(x, x.copy(), n_resamples=200, paired=True) == (1.0, 1.0, 1.0)
+    _, lo, hi = bootstrap_ratio(x, x.copy(), n_resamples=200)
+    assert lo < 1.0 < hi
+    with pytest.raises(ValueError, match="paired"):
+        bootstrap_ratio(x, x[:10], paired=True)
+
+
+def test_request_metrics_pair_by_rid(requests_df, ops_df) -> None:
+    base, cand = "heapify/linear/chain", "persistent-heap/linear/chain"
+    req = requests_df[requests_df["variant"] == base]
+    # candidate: every request exactly 2x faster, rows shuffled -> pairing must use rid
+    faster = req.assign(variant=cand, ttft_s=req["ttft_s"] / 2, e2e_s=req["e2e_s"] / 2)
+    faster = faster.sample(frac=1.0, random_state=0)
+    table = verdict_table(pd.concat([req, faster]), ops_df.iloc[0:0], BASELINE, n_resamples=200)
+    ttft = table[table["metric"] == "ttft_s"].iloc[0]
+    assert (ttft["ratio"], ttft["ci_low"], ttft["ci_high"]) == pytest.approx((2.0, 2.0, 2.0))
+    assert ttft["verdict"] == "faster"
