@@ -50,8 +50,9 @@ def frame_html(df: pd.DataFrame, table_id: str) -> str:
         for col, value, num in zip(df.columns, row, numeric, strict=True):
             cls = ' class="num"' if num else ""
             if col == "verdict":
-                cls = f' class="{html.escape(str(value).split()[0])}"'
-            cells.append(f"<td{cls}>{html.escape(format_cell(value).replace(chr(92), ''))}</td>")
+                cls = f' class="{html.escape((str(value).split() or ["none"])[0])}"'
+            text = html.escape(format_cell(value).replace("\\|", "|"))
+            cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
         f'<table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead>'

@@ -99,7 +99,7 @@ def environment_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def hit_rate_text(achieved: float | None, meta: Mapping[str, Any]) -> str | None:
-    """ "achieved X % vs ceiling Y % (last half Z %)" when ``meta["hit_rate_ceiling"]`` is set
+    """The text ``achieved X % vs ceiling Y % (...)`` when ``meta["hit_rate_ceiling"]`` is set
     (fractions in [0, 1]); None otherwise. ``achieved`` is a fraction or None."""
     ceiling = meta.get("hit_rate_ceiling")
     if not isinstance(ceiling, Mapping):

@@ -68,9 +68,9 @@ def test_failed_equivalence_is_loud_in_html(tmp_path, meta, equivalence_bad):
 
 
 def test_frame_html_escapes_and_marks_verdicts() -> None:
-    df = pd.DataFrame({"name": ["<b>&"], "verdict": ["faster"], "x": [1.5]})
+    df = pd.DataFrame({"name": ["<b>&|"], "verdict": ["faster"], "x": [1.5]})
     out = frame_html(df, "t")
-    assert "&lt;b&gt;&amp;" in out and '<td class="faster">faster</td>' in out
+    assert "<td>&lt;b&gt;&amp;|</td>" in out and '<td class="faster">faster</td>' in out
     assert '<td class="num">1.5</td>' in out
     assert "no rows" in frame_html(df.iloc[0:0], "t")
 
