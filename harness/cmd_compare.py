@@ -44,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` to the subcommands."""
     c = sub.add_parser("compare", help="run one scenario under several cache algorithm variants")
     c.set_defaults(func=run)
+    add_compare_arguments(c)
+
+
+def add_compare_arguments(c: argparse.ArgumentParser) -> None:
+    """Add every argument of ``compare`` (the scenario and its overrides) to ``c``; shared with
+    ``profile``. Read them back with :func:`spec_from_args`."""
     c.add_argument(
         "scenario",
         nargs="?",
@@ -112,12 +118,20 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
+def spec_from_args(args: argparse.Namespace) -> CompareSpec:
+    """The :class:`CompareSpec` the arguments of :func:`add_compare_arguments` describe.
+
+    Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
+    """
     scenario = load_scenario(args.scenario, _overrides(args))
-    spec = CompareSpec(
+    return CompareSpec(
         scenario=scenario, on_bad_line=args.on_bad_line, device=args.device, out=args.out
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
+    spec = spec_from_args(args)
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     print(f"\nwall time {outcome.wall_s:.1f} s; report: {outcome.run_dir / 'report.md'}")

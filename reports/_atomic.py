@@ -18,14 +18,26 @@ from pathlib import Path
 __all__ = ["atomic_paths"]
 
 
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _temp_beside(target: Path) -> Path:
     """Create an empty hidden temporary file next to ``target`` and return its path.
 
     The file lives in ``target``'s directory so that the final :func:`os.replace` is a rename
-    within one file system (atomic on POSIX).
+    within one file system (atomic on POSIX). ``mkstemp`` creates it private (0600); it gets
+    the mode an ordinary ``open()`` would give (0666 minus the umask), so published reports
+    are readable like any other file.
     """
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     return Path(name)
 
 

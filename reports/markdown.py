@@ -20,18 +20,9 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
 __all__ = ["format_cell", "pipe_table", "write_report_md"]
-
-#: Meta keys shown first, in this order, with their labels (missing ones show "n/a").
-_META_FIELDS: tuple[tuple[str, str], ...] = (
-    ("scenario", "scenario"),
-    ("requests", "requests"),
-    ("seed", "seed"),
-    ("device", "device"),
-    ("clock_mode", "clock mode"),
-    ("wall_s", "wall time"),
-)
 
 
 def format_cell(value: Any) -> str:
@@ -75,20 +66,33 @@ def _rel(path: Path | str, run_dir: Path) -> str:
 
 
 def _meta_block(meta: Mapping[str, Any]) -> list[str]:
-    """Bullet list of the run metadata (known fields first, then any extra keys)."""
-    lines = []
-    for key, label in _META_FIELDS:
-        value = meta.get(key)
-        if key == "clock_mode" and value is None:
-            value = "isolated"
-        if key == "wall_s" and isinstance(value, (int, float)):
-            shown = f"{float(value):.1f} s"
-        else:
-            shown = "n/a" if value is None else str(value)
-        lines.append(f"- **{label}**: {shown}")
-    known = {k for k, _ in _META_FIELDS}
-    lines.extend(f"- **{k}**: {v}" for k, v in meta.items() if k not in known)
-    return lines
+    """Bullet list of the run metadata (:func:`~radixbench.reports.runmeta.run_rows`)."""
+    return [f"- **{label}**: {text}" for label, text in run_rows(meta)]
+
+
+def _environment_block(meta: Mapping[str, Any]) -> list[str]:
+    """``## Environment`` section (:func:`~radixbench.reports.runmeta.environment_rows`)."""
+    return [
+        "## Environment",
+        "",
+        *(f"- **{label}**: {text}" for label, text in environment_rows(meta)),
+    ]
+
+
+def _verdict_block(verdicts: pd.DataFrame | None) -> list[str]:
+    """``## Verdicts`` section: the bootstrap comparison table, or nothing when None."""
+    if verdicts is None:
+        return []
+    return [
+        "## Verdicts",
+        "",
+        "Each candidate against its baseline partner (one algorithm axis changed). Ratio = "
+        "median(baseline) / median(candidate) (> 1: candidate faster); 95 % CI from a "
+        "seeded percentile bootstrap; verdict `faster`/`slower` only when the CI excludes 1.",
+        "",
+        pipe_table(verdicts),
+        "",
+    ]
 
 
 def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
@@ -140,16 +144,20 @@ def write_report_md(
     equivalence: Mapping[str, Any],
     plots: Mapping[str, Path],
     tables: Mapping[str, tuple[Path, Path]],
+    verdicts: pd.DataFrame | None = None,
+    metrics: pd.DataFrame | None = None,
 ) -> Path:
     """Write ``<run_dir>/report.md`` atomically and return its path.
 
-    ``meta`` keys shown: ``scenario``, ``requests``, ``seed``, ``device``, ``clock_mode``
-    (default ``"isolated"``), ``wall_s`` (wall time, s), then any others. ``equivalence`` has
+    ``meta`` is rendered by :mod:`radixbench.reports.runmeta` (run fields, clock mode,
+    config hash, environment block, hit-rate ceiling; all optional). ``equivalence`` has
     ``ok`` (bool), ``n_requests`` (int), ``variants`` (list of names) and ``first_diff``
     (``None`` or ``{"rid": int, "values": {variant: prefix_hit_tokens}}``); a failed check is
     flagged at the top and detailed with the first differing request. ``plots`` maps a name to
     a PNG path and ``tables`` a stem to its ``(parquet, csv)`` paths; both are linked relative
-    to ``run_dir``. Latencies in the tables are ns (``total_ms`` ms), times s, lengths tokens.
+    to ``run_dir``. ``verdicts`` (:func:`~radixbench.reports.verdicts.verdict_table`) and
+    ``metrics`` (serving metrics per variant) are rendered when given. Latencies in the tables
+    are ns (``total_ms`` ms), times s, lengths tokens.
     """
     run_dir = Path(run_dir)
     title = meta.get("scenario", "run")
@@ -161,7 +169,11 @@ def write_report_md(
             "",
         ]
     lines += ["## Run", "", *_meta_block(meta), ""]
+    lines += [*_verdict_block(verdicts)]
     lines += [*_equivalence_block(equivalence), ""]
+    lines += [*_environment_block(meta), ""]
+    achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
+    ceiling = hit_rate_text(achieved, meta)
     lines += [
         "## Variants",
         "",
@@ -169,6 +181,8 @@ def write_report_md(
         "",
         pipe_table(variant_summary),
         "",
+        *([f"**Prefix hit rate**: {ceiling}.", ""] if ceiling else []),
+        *(["## Serving metrics", "", pipe_table(metrics), ""] if metrics is not None else []),
         "## Speed-ups",
         "",
         "Ratio = baseline / variant (> 1: the variant is faster than its baseline). `evict` "

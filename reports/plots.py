@@ -1,4 +1,4 @@
-"""Latency plots over the per-op table (PNG, matplotlib Agg).
+"""Latency plots over the per-op table (PNG + SVG, matplotlib Agg).
 
 Figures are built on :class:`matplotlib.figure.Figure` with an explicit Agg canvas, so no
 pyplot global state or interactive backend is involved (safe in headless runs and threads).
@@ -27,9 +27,12 @@ from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
 __all__ = [
     "CDF_OPS",
     "fit_loglog_slope",
+    "loglog_scatter",
+    "no_data",
     "plot_evict_vs_leaves",
     "plot_match_vs_len",
     "plot_op_cdf",
+    "save_figure",
 ]
 
 #: Ops that always get a CDF panel (a "no data" panel when absent); other ops present in the
@@ -42,7 +45,7 @@ MAX_SCATTER_POINTS = 20_000
 _DPI = 110
 
 
-def _no_data(ax: Axes, title: str) -> None:
+def no_data(ax: Axes, title: str) -> None:
     """Mark ``ax`` as an empty panel titled ``title``."""
     ax.set_title(title)
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
@@ -50,14 +53,20 @@ def _no_data(ax: Axes, title: str) -> None:
     ax.set_yticks([])
 
 
-def _save(fig: Figure, path: Path | str) -> Path:
-    """Render ``fig`` with the Agg canvas and write it atomically as PNG to ``path``."""
+def save_figure(fig: Figure, path: Path | str) -> Path:
+    """Render ``fig`` with the Agg canvas and write it atomically as PNG to ``path`` and as SVG
+    beside it (same stem, ``.svg``); returns the PNG path."""
     path = Path(path)
+    svg = path.with_suffix(".svg")
     FigureCanvasAgg(fig)
     fig.tight_layout()
-    with atomic_paths(path) as (tmp,):
+    with atomic_paths(path, svg) as (tmp, tmp_svg):
         fig.savefig(tmp, format="png", dpi=_DPI)
+        fig.savefig(tmp_svg, format="svg")
     return path
+
+
+_save = save_figure
 
 
 def _axis_part(variants: pd.Series, axis_index: int) -> pd.Series:
@@ -106,7 +115,7 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str) -> Path:
     for ax, op in zip(axes, panels, strict=False):
         rows = ops[ops["op"] == op] if present else ops.iloc[0:0]
         if rows.empty:
-            _no_data(ax, op)
+            no_data(ax, op)
             continue
         for variant, group in rows.groupby("variant", sort=True):
             ns = np.sort(np.maximum(group["ns"].to_numpy(dtype=np.float64), 1.0))
@@ -125,7 +134,7 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str) -> Path:
     return _save(fig, path)
 
 
-def _loglog_scatter(
+def loglog_scatter(
     ax: Axes,
     rows: pd.DataFrame,
     x_col: str,
@@ -169,7 +178,7 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str) -> Path:
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
     rows = ops[ops["op"] == "evict"] if "op" in ops.columns else ops.iloc[0:0]
-    _loglog_scatter(ax, rows, "evictable_leaves", EVICTOR_AXIS)
+    loglog_scatter(ax, rows, "evictable_leaves", EVICTOR_AXIS)
     ax.set_title("evict latency vs evictable leaves, by evictor")
     ax.set_xlabel("evictable leaves before the call (count, log scale)")
     ax.set_ylabel("evict latency (ns, log scale)")
@@ -185,7 +194,7 @@ def plot_match_vs_len(ops: pd.DataFrame, path: Path | str) -> Path:
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
     rows = ops[ops["op"] == "match_prefix"] if "op" in ops.columns else ops.iloc[0:0]
-    _loglog_scatter(ax, rows, "key_len", MATCHER_AXIS)
+    loglog_scatter(ax, rows, "key_len", MATCHER_AXIS)
     ax.set_title("match_prefix latency vs key length, by matcher")
     ax.set_xlabel("key length (tokens, log scale)")
     ax.set_ylabel("match_prefix latency (ns, log scale)")

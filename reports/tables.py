@@ -26,6 +26,7 @@ __all__ = [
     "OP_COLUMNS",
     "REQUEST_COLUMNS",
     "REQUEST_STATUSES",
+    "TIMESERIES_COLUMNS",
     "read_table",
     "validate_frame",
     "write_table",
@@ -61,6 +62,16 @@ OP_COLUMNS: dict[str, str] = {
     "tree_tokens": "int64",
     "evictable_leaves": "int64",
     "sim_time_s": "float64",
+}
+
+#: Time-series table (docs/CONTRACTS.md, stem ``timeseries``): the columns the reports use.
+#: ``sim_time_s`` s of simulated time; ``queue_len`` waiting requests; ``kv_*_tokens`` tokens.
+TIMESERIES_COLUMNS: dict[str, str] = {
+    "variant": "str",
+    "sim_time_s": "float64",
+    "queue_len": "int64",
+    "kv_used_tokens": "int64",
+    "kv_capacity_tokens": "int64",
 }
 
 #: Allowed values of the per-request ``status`` column.

@@ -165,3 +165,87 @@ def meta() -> dict:
 def ops_factory():
     """The :func:`make_ops` builder, for tests that need a custom op mix."""
     return make_ops
+
+
+def make_timeseries(seed: int = 7, steps: int = 200) -> pd.DataFrame:
+    """Time-series table (docs/CONTRACTS.md, stem ``timeseries``) for all :data:`VARIANTS`:
+    prefill/decode steps with a queue that builds up and drains and KV use below capacity."""
+    rng = np.random.default_rng(seed)
+    capacity = 200_000
+    frames = []
+    for variant in VARIANTS:
+        t = np.cumsum(rng.uniform(0.01, 0.05, steps))
+        used = np.minimum(np.cumsum(rng.integers(0, 4000, steps)), capacity).astype(np.int64)
+        queue = np.maximum(0, (20 * np.sin(np.linspace(0, 3, steps))).astype(np.int64))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "variant": [variant] * steps,
+                    "sim_time_s": t,
+                    "step": np.where(np.arange(steps) % 3 == 0, "prefill", "decode").tolist(),
+                    "batch_size": rng.integers(1, 64, steps).astype(np.int64),
+                    "new_tokens": rng.integers(1, 8192, steps).astype(np.int64),
+                    "step_s": rng.uniform(0.01, 0.05, steps),
+                    "queue_len": queue,
+                    "running": rng.integers(1, 64, steps).astype(np.int64),
+                    "kv_used_tokens": used,
+                    "kv_capacity_tokens": np.full(steps, capacity, dtype=np.int64),
+                    "evictable_tokens": used // 2,
+                    "protected_tokens": used - used // 2,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def make_metrics() -> pd.DataFrame:
+    """Serving-metrics table (vLLM names), one row per variant."""
+    n = len(VARIANTS)
+    return pd.DataFrame(
+        {
+            "variant": list(VARIANTS),
+            "request_throughput": np.linspace(5.0, 6.0, n),
+            "output_throughput": np.linspace(900.0, 1000.0, n),
+            "mean_ttft_ms": np.linspace(120.0, 100.0, n),
+            "median_ttft_ms": np.linspace(110.0, 90.0, n),
+            "p99_ttft_ms": np.linspace(400.0, 350.0, n),
+            "mean_tpot_ms": np.full(n, 12.0),
+            "prefix_hit_rate_all": np.full(n, 0.41),
+            "prefix_hit_rate_last_half": np.full(n, 0.52),
+            "retractions": np.zeros(n, dtype=np.int64),
+        }
+    )
+
+
+@pytest.fixture
+def timeseries_df() -> pd.DataFrame:
+    """Synthetic time-series table, 4 variants x 200 steps."""
+    return make_timeseries()
+
+
+@pytest.fixture
+def metrics_df() -> pd.DataFrame:
+    """Synthetic serving-metrics table, one row per variant."""
+    return make_metrics()
+
+
+@pytest.fixture(scope="module")
+def rendered_run(tmp_path_factory) -> tuple[dict, pd.DataFrame]:
+    """One full :func:`write_report` of the synthetic run with time series and metrics (50
+    bootstrap resamples), shared by a test module: ``(result, metrics frame)``."""
+    from radixbench.reports import write_report
+
+    meta = {"scenario": "synthetic-smoke", "requests": N_REQUESTS, "seed": 1234, "wall_s": 1.0}
+    eq = {"ok": True, "n_requests": N_REQUESTS, "variants": list(VARIANTS), "first_diff": None}
+    metrics = make_metrics()
+    result = write_report(
+        tmp_path_factory.mktemp("rendered"),
+        make_requests(),
+        make_ops(),
+        meta,
+        eq,
+        timeseries=make_timeseries(),
+        metrics=metrics,
+        n_resamples=50,
+    )
+    return dict(result), metrics

@@ -48,7 +48,11 @@ def test_writes_png(tmp_path: Path, ops_df: pd.DataFrame, plotter) -> None:
     target = tmp_path / "plots" / f"{plotter.__name__}.png"
     assert plotter(ops_df, target) == target
     _assert_png(target)
-    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temp files
+    svg = target.with_suffix(".svg")
+    assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    assert "<svg" in svg.read_text(encoding="utf-8")
+    # PNG and SVG, no temp files
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, svg.name]
 
 
 @pytest.mark.parametrize("plotter", PLOTTERS)

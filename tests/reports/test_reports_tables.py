@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -115,3 +116,15 @@ def test_failed_write_keeps_old_files(
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after == before  # same files, same bytes, no temp files
     assert len(read_table(tmp_path, "ops")) == len(ops_df)
+
+
+def test_written_files_get_the_ordinary_mode(tmp_path, ops_df: pd.DataFrame) -> None:
+    """Atomic writes go through mkstemp (0600); published files must have the mode a plain
+    open() gives (0666 minus the umask), so a shared run folder stays readable."""
+    old = os.umask(0o022)
+    try:
+        paths = write_table(ops_df.head(3), tmp_path, "ops")
+    finally:
+        os.umask(old)
+    for path in paths:
+        assert path.stat().st_mode & 0o777 == 0o644

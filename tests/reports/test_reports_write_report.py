@@ -21,10 +21,24 @@ EXPECTED_FILES = {
     "summary_variants.csv",
     "speedups.parquet",
     "speedups.csv",
+    "verdicts.parquet",
+    "verdicts.csv",
     "report.md",
-    "plots/op_cdf.png",
-    "plots/evict_vs_leaves.png",
-    "plots/match_vs_len.png",
+    "report.html",
+    *(
+        f"plots/{name}.{ext}"
+        for name in (
+            "verdict_bars",
+            "op_cdf",
+            "evict_vs_leaves",
+            "cost_vs_tree",
+            "match_vs_len",
+            "match_vs_matched",
+            "request_cdfs",
+            "hit_rate_over_time",
+        )
+        for ext in ("png", "svg")
+    ),
 }
 
 
@@ -34,7 +48,7 @@ def _files(root: Path) -> set[str]:
 
 def test_write_report_end_to_end(tmp_path, requests_df, ops_df, meta, equivalence_ok) -> None:
     run_dir = tmp_path / "run"
-    result = write_report(run_dir, requests_df, ops_df, meta, equivalence_ok)
+    result = write_report(run_dir, requests_df, ops_df, meta, equivalence_ok, n_resamples=200)
     assert _files(run_dir) == EXPECTED_FILES  # and no temp files
     assert result["report_md"] == run_dir / "report.md"
     assert set(result["tables"]) == {
@@ -43,8 +57,11 @@ def test_write_report_end_to_end(tmp_path, requests_df, ops_df, meta, equivalenc
         "summary_ops",
         "summary_variants",
         "speedups",
+        "verdicts",
     }
-    assert set(result["plots"]) == {"op_cdf", "evict_vs_leaves", "match_vs_len"}
+    assert {f"plots/{p.name}" for p in result["plots"].values()} == {
+        f for f in EXPECTED_FILES if f.endswith(".png")
+    }
     for path in result["plots"].values():
         assert path.stat().st_size > 2000
     pd.testing.assert_frame_equal(read_table(run_dir, "summary_ops"), result["op_summary"])
@@ -58,6 +75,63 @@ def test_write_report_end_to_end(tmp_path, requests_df, ops_df, meta, equivalenc
     text = result["report_md"].read_text(encoding="utf-8")
     assert "## Equivalence: PASS" in text
     assert "![evict_vs_leaves](plots/evict_vs_leaves.png)" in text
+    # old run: no time series, metrics, ceiling or environment -> those parts are simply absent
+    assert "kv_queue_over_time" not in text and "## Serving metrics" not in text
+    assert "ceiling" not in text
+    assert "- **CPU model**: n/a" in text
+    # verdicts: heapify vs persistent-heap on evict, linear vs galloping on match_prefix
+    verdicts = result["verdicts"]
+    pd.testing.assert_frame_equal(read_table(run_dir, "verdicts"), verdicts)
+    fast = verdicts[verdicts["metric"].isin(["evict ns", "match_prefix ns"])]
+    assert len(fast) == 4 and (fast["verdict"] == "faster").all()
+    assert "## Verdicts" in text and "| evict ns | ns | persistent-heap/linear/chain |" in text
+
+
+def test_new_tables_and_meta_are_rendered(
+    tmp_path, requests_df, ops_df, meta, equivalence_ok, timeseries_df, metrics_df
+) -> None:
+    meta = {
+        **meta,
+        "clock": "coupled",
+        "hit_rate_ceiling": {"all": 0.5, "last_half": 0.625},
+        "spec": {"max_requests": 10, "trace": None},
+        "environment": {"cpu": "Test CPU", "cores": 2, "cuda_device": None, "git_commit": "abc"},
+    }
+    meta.pop("clock_mode")
+    result = write_report(
+        tmp_path,
+        requests_df,
+        ops_df,
+        meta,
+        equivalence_ok,
+        timeseries=timeseries_df,
+        metrics=metrics_df,
+        n_resamples=50,
+    )
+    assert {"timeseries", "metrics"} <= set(result["tables"])
+    pd.testing.assert_frame_equal(read_table(tmp_path, "timeseries"), timeseries_df)
+    assert (tmp_path / "plots" / "kv_queue_over_time.svg").is_file()
+    text = result["report_md"].read_text(encoding="utf-8")
+    assert "- **clock mode**: coupled (measured CPU time advances simulated time)" in text
+    assert "vs ceiling 50.0 %" in text and "last half of the trace: 62.5 %" in text
+    assert "## Serving metrics" in text and "prefix_hit_rate_last_half" in text
+    assert "- **CPU model**: Test CPU" in text and "- **CUDA device**: none" in text
+    assert "![kv_queue_over_time](plots/kv_queue_over_time.png)" in text
+    html = result["report_html"].read_text(encoding="utf-8")
+    assert "Test CPU" in html and "vs ceiling 50.0 %" in html
+
+
+def test_bad_timeseries_writes_nothing(tmp_path, requests_df, ops_df, meta, equivalence_ok):
+    with pytest.raises(ValueError, match="timeseries table: missing column 'queue_len'"):
+        write_report(
+            tmp_path / "run",
+            requests_df,
+            ops_df,
+            meta,
+            equivalence_ok,
+            timeseries=pd.DataFrame({"variant": ["a"], "sim_time_s": [0.0]}),
+        )
+    assert not (tmp_path / "run").exists()
 
 
 def test_custom_baseline_inverts_ratios(tmp_path, requests_df, ops_df, meta, equivalence_ok):

@@ -1,0 +1,93 @@
+"""``radixbench plot RUN_DIR``: re-render every table, plot and report of a finished run from
+its saved Parquet tables, without re-running the simulation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from radixbench.harness.cliutil import UsageError
+from radixbench.harness.equivalence import check_equivalence
+from radixbench.reports import write_report
+from radixbench.reports.tables import read_table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``plot`` to the subcommands."""
+    p = sub.add_parser("plot", help="re-render tables, plots and reports of a saved run")
+    p.set_defaults(func=run)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder of compare")
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=1000,
+        help="bootstrap resamples per verdict (default 1000)",
+    )
+
+
+def load_run(run_dir: Path) -> dict[str, Any]:
+    """Read a run folder: ``requests``/``ops`` (required), ``timeseries``/``metrics`` (None when
+    absent, as in old runs) and ``meta`` from ``config.json`` (``{}`` when absent).
+
+    Raises :class:`UsageError` naming the folder or file when it is not a readable run folder.
+    """
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: not a run folder (no such directory)")
+    for stem in ("requests", "ops"):
+        if not (run_dir / f"{stem}.parquet").is_file():
+            raise UsageError(f"{run_dir}: not a run folder (missing {stem}.parquet)")
+    out: dict[str, Any] = {}
+    for stem in ("requests", "ops", "timeseries", "metrics"):
+        path = run_dir / f"{stem}.parquet"
+        if not path.is_file():
+            out[stem] = None
+            continue
+        try:
+            out[stem] = read_table(run_dir, stem)
+        except Exception as e:  # pyarrow raises several types on a corrupt file
+            raise UsageError(f"{path}: unreadable Parquet ({type(e).__name__})") from None
+    config = run_dir / "config.json"
+    try:
+        out["meta"] = json.loads(config.read_text()) if config.is_file() else {}
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{config}:{e.lineno}: invalid JSON ({e.msg})") from None
+    if not isinstance(out["meta"], dict):
+        raise UsageError(f"{config}: expected a JSON object")
+    return out
+
+
+def rerender(run_dir: Path, n_resamples: int = 1000) -> dict[str, Any]:
+    """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
+    (files replaced atomically one by one); the equivalence verdict is recomputed from the
+    per-request table. Returns the :class:`~radixbench.reports.ReportResult`."""
+    run = load_run(run_dir)
+    requests: pd.DataFrame = run["requests"]
+    try:
+        return dict(
+            write_report(
+                run_dir,
+                requests,
+                run["ops"],
+                run["meta"],
+                check_equivalence(requests),
+                timeseries=run["timeseries"],
+                metrics=run["metrics"],
+                n_resamples=n_resamples,
+            )
+        )
+    except (KeyError, ValueError) as e:
+        raise UsageError(f"{run_dir}: {str(e).splitlines()[0]}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Re-render the run; exit 0."""
+    if args.resamples < 1:
+        raise UsageError(f"--resamples must be >= 1, got {args.resamples}")
+    result = rerender(args.run_dir, args.resamples)
+    print(f"re-rendered {len(result['tables'])} tables and {len(result['plots'])} plots")
+    print(f"report: {result['report_md']}\nhtml:   {result['report_html']}")
+    return 0

@@ -1,0 +1,136 @@
+"""Tests for radixbench.reports.verdicts: bootstrap CI of the median ratio and verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.verdicts import VERDICT_COLUMNS, bootstrap_ratio, verdict, verdict_table
+
+BASELINE = {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_ratio() -> None:
+    rng = np.random.default_rng(5)
+    base = rng.lognormal(np.log(200.0), 0.3, 400)
+    cand = rng.lognormal(np.log(100.0), 0.3, 300)
+    a = bootstrap_ratio(base, cand, n_resamples=500, seed=3)
+    assert a == bootstrap_ratio(base, cand, n_resamples=500, seed=3)
+    assert a != bootstrap_ratio(base, cand, n_resamples=500, seed=4)
+    ratio, lo, hi = a
+    assert ratio == pytest.approx(np.median(base) / np.median(cand))
+    assert lo < ratio < hi
+    assert lo > 1.6 and hi < 2.4  # true ratio 2, well resolved with these sample sizes
+
+
+def test_interval_shrinks_with_more_samples() -> None:
+    rng = np.random.default_rng(9)
+    widths = []
+    for n in (50, 5000):
+        _, lo, hi = bootstrap_ratio(
+            rng.lognormal(0, 0.5, n), rng.lognormal(0, 0.5, n), n_resamples=400, seed=0
+        )
+        widths.append(hi - lo)
+    assert widths[1] < widths[0] / 4
+
+
+def test_interval_coverage_of_a_known_ratio() -> None:
+    """Across independent experiments with true median ratio 1.5 the 95 % CI covers it in
+    most of them (percentile bootstrap of medians: near-nominal for n=200)."""
+    rng = np.random.default_rng(11)
+    covered = 0
+    for i in range(40):
+        base = rng.lognormal(np.log(1.5), 0.4, 200)
+        cand = rng.lognormal(0.0, 0.4, 200)
+        _, lo, hi = bootstrap_ratio(base, cand, n_resamples=300, seed=i)
+        covered += lo <= 1.5 <= hi
+    assert covered >= 33
+
+
+def test_empty_and_zero_samples() -> None:
+    assert all(np.isnan(bootstrap_ratio(np.array([]), np.array([1.0]))))
+    ratio, lo, _hi = bootstrap_ratio(np.array([5.0, 5.0]), np.array([0.0, 0.0]), n_resamples=20)
+    assert ratio == np.inf and lo == np.inf
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_ratio(np.ones(3), np.ones(3), n_resamples=0)
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_ratio(np.ones(3), np.ones(3), level=1.0)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "expected"),
+    [
+        (1.1, 1.5, "faster"),
+        (0.5, 0.9, "slower"),
+        (0.9, 1.1, "no significant difference"),
+        (1.0, 1.2, "no significant difference"),
+        (np.nan, np.nan, "no significant difference"),
+    ],
+)
+def test_verdict(lo, hi, expected) -> None:
+    assert verdict(lo, hi) == expected
+
+
+def test_verdict_table_pairs_and_verdicts(requests_df, ops_df) -> None:
+    table = verdict_table(requests_df, ops_df, BASELINE, n_resamples=200)
+    assert list(table.columns) == VERDICT_COLUMNS
+    evict = table[table["metric"] == "evict ns"]
+    assert set(zip(evict["candidate"], evict["baseline"])) == {
+        ("persistent-heap/linear/chain", "heapify/linear/chain"),
+        ("persistent-heap/galloping/chain", "heapify/galloping/chain"),
+    }
+    match = table[table["metric"] == "match_prefix ns"]
+    assert set(match["baseline"].str.split("/").str[1]) == {"linear"}
+    # the conftest makes persistent-heap and galloping faster on their own op
+    assert (table.loc[table["metric"].str.endswith(" ns"), "verdict"] == "faster").all()
+    # request metrics: each pair also compares TTFT and E2E over finished requests
+    ttft = table[table["metric"] == "ttft_s"]
+    assert len(ttft) == 4
+    n_finished = int((requests_df["status"] == "finished").sum() // 4)
+    assert (ttft["n_candidate"] == n_finished).all()
+    assert ((table["ci_low"] <= table["ratio"]) & (table["ratio"] <= table["ci_high"])).all()
+
+
+def test_identical_variants_show_no_difference(requests_df, ops_df) -> None:
+    base = "heapify/linear/chain"
+    one = ops_df[ops_df["variant"] == base]
+    cand = one.assign(variant="persistent-heap/linear/chain")
+    table = verdict_table(requests_df.iloc[0:0], pd.concat([one, cand]), BASELINE, n_resamples=200)
+    assert len(table) == 1
+    assert table["ratio"].iloc[0] == 1.0
+    assert table["verdict"].iloc[0] == "no significant difference"
+
+
+def test_flatten_axis_compares_batch_builds(ops_factory, requests_df) -> None:
+    ops = ops_factory(counts={"build_extend": 60, "build_decode": 60})
+    ops["variant"] = ops["variant"].str.replace(
+        "persistent-heap/linear/chain", "heapify/linear/sum", regex=False
+    )
+    table = verdict_table(requests_df.iloc[0:0], ops, BASELINE, n_resamples=100)
+    flat = table[table["baseline"] == "heapify/linear/sum"]
+    assert set(flat["metric"]) == {"build_extend ns", "build_decode ns"}
+    assert set(flat["candidate"]) == {"heapify/linear/chain"}
+
+
+def test_paired_bootstrap_of_identical_requests_is_exactly_one() -> None:
+    """The same requests with the same latency under two variants (isolated clock): the paired
+    interval collapses to [1, 1]; an unpaired one would not."""
+    x = np.random.default_rng(2).lognormal(0, 1, 300)
+    assert bootstrap_ratio(x, x.copy(), n_resamples=200, paired=True) == (1.0, 1.0, 1.0)
+    _, lo, hi = bootstrap_ratio(x, x.copy(), n_resamples=200)
+    assert lo < 1.0 < hi
+    with pytest.raises(ValueError, match="paired"):
+        bootstrap_ratio(x, x[:10], paired=True)
+
+
+def test_request_metrics_pair_by_rid(requests_df, ops_df) -> None:
+    base, cand = "heapify/linear/chain", "persistent-heap/linear/chain"
+    req = requests_df[requests_df["variant"] == base]
+    # candidate: every request exactly 2x faster, rows shuffled -> pairing must use rid
+    faster = req.assign(variant=cand, ttft_s=req["ttft_s"] / 2, e2e_s=req["e2e_s"] / 2)
+    faster = faster.sample(frac=1.0, random_state=0)
+    table = verdict_table(pd.concat([req, faster]), ops_df.iloc[0:0], BASELINE, n_resamples=200)
+    ttft = table[table["metric"] == "ttft_s"].iloc[0]
+    assert (ttft["ratio"], ttft["ci_low"], ttft["ci_high"]) == pytest.approx((2.0, 2.0, 2.0))
+    assert ttft["verdict"] == "faster"
