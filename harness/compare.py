@@ -22,6 +22,8 @@ from radixbench.harness.equivalence import check_equivalence
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
+from radixbench.reports.summary import op_summary, variant_summary
+from radixbench.reports.tables import write_table
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.arrivals import Arrivals
@@ -139,10 +141,19 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutcome:
+def run_compare(
+    spec: CompareSpec,
+    progress: bool | None = None,
+    run_name: str | None = None,
+    extra_meta: dict[str, Any] | None = None,
+    full_report: bool = True,
+) -> CompareOutcome:
     """Run every variant of ``spec`` and write the report into a new run folder (atomically).
 
-    ``progress``: show a progress bar (None = only on a terminal). Raises ``ValueError`` /
+    ``progress``: show a progress bar (None = only on a terminal). ``run_name``: the run
+    folder's name (default: a timestamp); ``extra_meta``: added to ``config.json`` and the
+    report's meta; ``full_report=False`` writes the tables and summaries only (no plots, no
+    ``report.md``), as sweep cells do. Raises ``ValueError`` /
     ``TraceError`` on bad input before anything is written.
     """
     started = time.perf_counter()
@@ -179,13 +190,30 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
         "sim_end_s": {r.variant: r.sim_end_s for r in results},
         "spec": _jsonable(spec),
         "environment": environment(),
+        **(extra_meta or {}),
     }
-    with AtomicRunDir(spec.out) as run:
+    with AtomicRunDir(spec.out, run_name) as run:
         meta["wall_s"] = round(time.perf_counter() - started, 2)
         (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
-        report = write_report(run.tmp, requests, ops, meta, equivalence)
+        if full_report:
+            report = write_report(run.tmp, requests, ops, meta, equivalence)
+        else:
+            report = write_tables_only(run.tmp, requests, ops)
     assert run.final is not None
     return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started, meta)
+
+
+def write_tables_only(run_dir: Path, requests: pd.DataFrame, ops: pd.DataFrame) -> dict[str, Any]:
+    """Write the request/op tables and their summaries (no plots, no markdown)."""
+    ops_sum, var_sum = op_summary(ops), variant_summary(requests)
+    for frame, stem in (
+        (requests, "requests"),
+        (ops, "ops"),
+        (ops_sum, "summary_ops"),
+        (var_sum, "summary_variants"),
+    ):
+        write_table(frame, run_dir, stem)
+    return {"op_summary": ops_sum, "variant_summary": var_sum}
 
 
 def parse_variants(
