@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from radixbench.reports.plots import loglog_scatter, no_data, save_figure
+from radixbench.reports.plots import cdf_points, loglog_scatter, no_data, save_figure
 from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
 
 __all__ = [
@@ -46,8 +46,8 @@ def plot_request_cdfs(requests: pd.DataFrame, path: Path | str) -> Path:
             no_data(ax, label)
             continue
         for variant, group in done.groupby("variant", sort=True):
-            x = np.sort(np.maximum(group[col].to_numpy(np.float64), 1e-9))
-            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", label=str(variant))
+            x, frac = cdf_points(group[col].to_numpy(np.float64), 1e-9)
+            ax.step(x, frac, where="post", label=str(variant))
         ax.set_xscale("log")
         ax.set_ylim(0.0, 1.02)
         ax.set_title(f"{label} CDF")
@@ -97,6 +97,8 @@ def plot_kv_queue_over_time(timeseries: pd.DataFrame, path: Path | str) -> Path:
         no_data(ax_q, "queue length")
         return save_figure(fig, path)
     for variant, group in timeseries.sort_values("sim_time_s").groupby("variant", sort=True):
+        # Every k-th step, so a long run draws at most ~4,000 points per line.
+        group = group.iloc[:: max(1, len(group) // 4000)]
         t = group["sim_time_s"].to_numpy(np.float64)
         cap = group["kv_capacity_tokens"].to_numpy(np.float64)
         used = group["kv_used_tokens"].to_numpy(np.float64)

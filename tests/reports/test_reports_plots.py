@@ -141,3 +141,21 @@ def test_fit_loglog_slope() -> None:
     assert fit_loglog_slope(x2, y2) == pytest.approx(1.0, abs=1e-12)
     assert np.isnan(fit_loglog_slope(np.array([4.0, 4.0]), np.array([1.0, 2.0])))
     assert np.isnan(fit_loglog_slope(np.array([]), np.array([])))
+
+
+def test_cdf_points_exact_small_and_thinned_large() -> None:
+    import numpy as np
+
+    from radixbench.reports.plots import cdf_points
+
+    x, f = cdf_points(np.array([3.0, 1.0, 2.0, 0.0]), floor=0.5)
+    assert x.tolist() == [0.5, 1.0, 2.0, 3.0]
+    assert f.tolist() == [0.25, 0.5, 0.75, 1.0]
+    values = np.random.default_rng(0).lognormal(size=50_000)
+    x, f = cdf_points(values, floor=1e-9, max_points=512)
+    assert 500 <= x.size <= 512
+    ordered = np.sort(values)
+    assert x[0] == ordered[0] and x[-1] == ordered[-1] and f[-1] == 1.0
+    # each drawn point lies exactly on the empirical CDF
+    k = (f * values.size).round().astype(int)
+    assert np.array_equal(x, ordered[k - 1])
