@@ -11,8 +11,9 @@ never need to rescan.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TextIO
 
 import torch
 
@@ -63,7 +64,8 @@ class EvictResult(NamedTuple):
 
 
 class CacheReq(Protocol):
-    """What ``cache_finished_req`` needs of a request (SGLang ``Req``)."""
+    """What ``cache_finished_req`` / ``cache_unfinished_req`` need of a request (SGLang ``Req``).
+    ``cache_unfinished_req`` rewrites ``prefix_indices`` and ``last_node``."""
 
     req_pool_idx: int
     prefix_indices: torch.Tensor
@@ -147,8 +149,12 @@ class RadixCache:
 
         Mutates: ``last_access_time`` of every node on the matched path (and the root); splits at
         most one node when the match ends inside it. Never changes sizes or locks.
-        Raises ``ValueError`` if ``key`` is in another namespace than a node it is compared with.
-        Mirrors SGLang ``match_prefix`` / ``_match_prefix_helper``.
+        Keys of another namespace (``extra_key``, ``cache_salt``, bigram) never match: the
+        namespace is part of every child key, so no node of another namespace is ever compared
+        (comparing such keys directly raises ``ValueError``, ``key.check_namespaces``).
+        Bigram (EAGLE) keys: ``L`` raw tokens are ``L-1`` bigrams, so the match is the raw
+        tokens matched minus one, rounded down to a page.
+        Mirrors SGLang ``match_prefix`` / ``_match_prefix_helper`` @ a7ec6b97.
         """
         self._clock += 1
         now = self._clock
@@ -161,7 +167,7 @@ class RadixCache:
             return MatchResult(self._empty, node, 0)
         values: list[torch.Tensor] = []
         offset = 0
-        extra = key.extra_key
+        extra = key.namespace
         common_prefix = self.matcher.common_prefix
         while offset < limit:
             child = node.children.get(child_key(tokens, offset, page, extra))
@@ -194,7 +200,7 @@ class RadixCache:
         """
         parent = child.parent
         assert parent is not None
-        page, extra = self.page_size, child.key.extra_key
+        page, extra = self.page_size, child.key.namespace
         new = self._new_node(child.key[:split_len], child.value[:split_len], parent)
         new.lock_ref = child.lock_ref
         new.priority = child.priority
@@ -226,6 +232,8 @@ class RadixCache:
             raise ValueError(f"insert: key length {len(tokens)} is not a multiple of page {page}")
         if value is None:
             value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
+        elif key.is_bigram and value.numel() > len(tokens):
+            value = value[: len(tokens)]  # SGLang (EAGLE): value len == bigram key len
         if value.dtype != torch.int64:
             raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
         if value.numel() != len(tokens):
@@ -234,7 +242,7 @@ class RadixCache:
         now = self._clock
         node = self.root
         node.last_access_time = now
-        extra = key.extra_key
+        extra = key.namespace
         common_prefix = self.matcher.common_prefix
         offset, n_tok = 0, len(tokens)
         while offset < n_tok:
@@ -330,7 +338,7 @@ class RadixCache:
         parent = node.parent
         assert parent is not None and not node.children and node.lock_ref == 0
         self.allocator.free(node.value)
-        del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.extra_key)]
+        del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.namespace)]
         n = len(node.key)
         self.evictable_size_ -= n
         self.num_nodes -= 1
@@ -341,27 +349,39 @@ class RadixCache:
 
     # ------------------------------------------------------------------ requests
     def cache_finished_req(self, req: CacheReq) -> int:
-        """Insert a finished request's tokens, free its duplicate and unaligned KV slots, free its
-        ``req_to_token`` row and unlock its prefix. Returns the already-cached prefix length.
+        """Insert a finished request's tokens and release it; see ``requests.cache_finished_req``
+        (mirrors SGLang ``cache_finished_req`` @ a7ec6b97)."""
+        from radixbench.cache.requests import cache_finished_req
 
-        Reads ``req_to_token[req.req_pool_idx, :len(tokens)]``. Mirrors SGLang
-        ``cache_finished_req`` @ a7ec6b97 (page-aligned part inserted, tail freed).
-        """
-        pool = self.req_to_token_pool
-        if pool is None:
-            raise RuntimeError("cache_finished_req needs a ReqToTokenPool")
-        key = req.committed_token_ids()
-        kv = pool.req_to_token[req.req_pool_idx, : len(key)].to(dtype=torch.int64, copy=True)
-        aligned = len(key) // self.page_size * self.page_size
-        if aligned < len(key):
-            self.allocator.free(kv[aligned:])
-            key, kv = key[:aligned], kv[:aligned]
-        old_prefix_len = req.prefix_indices.numel()
-        new_prefix_len = self.insert(key, kv)
-        # The slots of [old_prefix_len, new_prefix_len) duplicate what another request cached
-        # meanwhile; the tree keeps its own copy.
-        if new_prefix_len > old_prefix_len:
-            self.allocator.free(kv[old_prefix_len:new_prefix_len])
-        pool.free(req.req_pool_idx)
-        self.dec_lock_ref(req.last_node)
-        return new_prefix_len
+        return cache_finished_req(self, req)
+
+    def cache_unfinished_req(self, req: CacheReq, key: RadixKey) -> int:
+        """Cache a chunked-prefill request's filled tokens ``key``; see
+        ``requests.cache_unfinished_req`` (mirrors SGLang ``cache_unfinished_req`` @ a7ec6b97)."""
+        from radixbench.cache.requests import cache_unfinished_req
+
+        return cache_unfinished_req(self, req, key)
+
+    def pretty_print(self, file: TextIO | None = None, max_tokens: int = 8) -> None:
+        """Print the tree, one node per line indented by depth: id, token count, first
+        ``max_tokens`` ids, lock_ref, access time, hit count, priority; then the sizes. Mutates
+        nothing. Mirrors SGLang ``pretty_print`` / ``_print_helper``."""
+        out = file if file is not None else sys.stdout
+        stack: list[tuple[TreeNode, int]] = [(self.root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            ids = list(node.key.token_ids[:max_tokens])
+            more = "..." if len(node.key) > max_tokens else ""
+            print(
+                f"{' ' * depth}[{node.id}] len={len(node.key)} {ids}{more} "
+                f"lock_ref={node.lock_ref} t={node.last_access_time} "
+                f"hits={node.hit_count} prio={node.priority}",
+                file=out,
+            )
+            for child in sorted(node.children.values(), key=lambda c: c.id, reverse=True):
+                stack.append((child, depth + 2))
+        print(
+            f"#tokens: {self.total_size()} (evictable {self.evictable_size_}, "
+            f"protected {self.protected_size_}), #nodes: {self.num_nodes}",
+            file=out,
+        )
