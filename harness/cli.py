@@ -11,11 +11,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from radixbench.harness import cmd_compare
+from radixbench.harness import cmd_bench, cmd_compare
 from radixbench.harness.cliutil import Parser, UsageError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = (cmd_compare,)
+COMMANDS = (cmd_compare, cmd_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
