@@ -11,71 +11,19 @@ never need to rescan.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
-from typing import NamedTuple, Protocol, TextIO
+from typing import TextIO
 
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.evictor import EVICTORS, make_evictor
+from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchResult
+from radixbench.cache.evictor import make_evictor
 from radixbench.cache.key import RadixKey, child_key
-from radixbench.cache.matcher import MATCHERS, make_matcher
+from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
-from radixbench.cache.policy import POLICIES, make_policy
+from radixbench.cache.policy import make_policy
 
-
-@dataclass(frozen=True, slots=True)
-class CacheConfig:
-    """Algorithm choice and geometry of one cache. Validated on construction (``ValueError``)."""
-
-    page_size: int = 1
-    evictor: str = "heapify"
-    matcher: str = "linear"
-    policy: str = "lru"
-
-    def __post_init__(self) -> None:
-        if self.page_size < 1:
-            raise ValueError(f"page_size must be >= 1, got {self.page_size}")
-        for field, known in (
-            ("evictor", EVICTORS),
-            ("matcher", MATCHERS),
-            ("policy", POLICIES),
-        ):
-            value = getattr(self, field)
-            if value not in known:
-                raise ValueError(f"unknown {field} {value!r}; known: {', '.join(known)}")
-
-
-class MatchResult(NamedTuple):
-    """``device_indices``: int64 ``[prefix_len]`` KV slots of the matched prefix on the device;
-    ``last_node``: deepest matched node (the root when nothing matched); ``prefix_len``: tokens."""
-
-    device_indices: torch.Tensor
-    last_node: TreeNode
-    prefix_len: int
-
-
-class EvictResult(NamedTuple):
-    """``num_evicted``: tokens freed; ``victims``: evicted node ids in eviction order."""
-
-    num_evicted: int
-    victims: list[int]
-
-
-class CacheReq(Protocol):
-    """What ``cache_finished_req`` / ``cache_unfinished_req`` need of a request (SGLang ``Req``).
-    ``cache_unfinished_req`` rewrites ``prefix_indices`` and ``last_node``."""
-
-    req_pool_idx: int
-    prefix_indices: torch.Tensor
-    last_node: TreeNode
-    extra_key: str | None
-
-    def committed_token_ids(self) -> RadixKey:
-        """Tokens whose KV is written in ``req_to_token[req_pool_idx, :len]`` (input + output
-        except the last sampled token)."""
-        ...
+__all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
 
 
 class RadixCache:
@@ -366,22 +314,6 @@ class RadixCache:
         """Print the tree, one node per line indented by depth: id, token count, first
         ``max_tokens`` ids, lock_ref, access time, hit count, priority; then the sizes. Mutates
         nothing. Mirrors SGLang ``pretty_print`` / ``_print_helper``."""
-        out = file if file is not None else sys.stdout
-        stack: list[tuple[TreeNode, int]] = [(self.root, 0)]
-        while stack:
-            node, depth = stack.pop()
-            ids = list(node.key.token_ids[:max_tokens])
-            more = "..." if len(node.key) > max_tokens else ""
-            print(
-                f"{' ' * depth}[{node.id}] len={len(node.key)} {ids}{more} "
-                f"lock_ref={node.lock_ref} t={node.last_access_time} "
-                f"hits={node.hit_count} prio={node.priority}",
-                file=out,
-            )
-            for child in sorted(node.children.values(), key=lambda c: c.id, reverse=True):
-                stack.append((child, depth + 2))
-        print(
-            f"#tokens: {self.total_size()} (evictable {self.evictable_size_}, "
-            f"protected {self.protected_size_}), #nodes: {self.num_nodes}",
-            file=out,
-        )
+        from radixbench.cache.printing import pretty_print
+
+        pretty_print(self, file, max_tokens)

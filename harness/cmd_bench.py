@@ -84,8 +84,21 @@ def targets(df: pd.DataFrame) -> list[tuple[str, float, str, bool]]:
     return out
 
 
+METHOD = (
+    "Method: every figure is the median of interleaved repetitions (each round times every "
+    "variant once, in turn, so background load hits them alike); ratios are taken within this "
+    "run. `match` times the matching walk of `match_prefix` (child lookup + matcher per node; no "
+    "split, no index gather) for a fully cached key, on one edge and along a 1,000-node path, "
+    "against a whole-array `==` of the same tokens (memcmp of two `array('q')`). `evict` times "
+    "`evict(16)` on N one-token LRU leaves with a no-op `free`, so it is the evictor's data "
+    "structure alone; the real allocator's `free` per victim is given separately. `insert` "
+    "times 1,000-token inserts sharing 0-900-token prefixes. See `harness/bench_cache.py`."
+)
+
+
 def report(df: pd.DataFrame, env: dict[str, object], command: str) -> str:
-    lines = ["# Cache microbenchmarks", "", f"Regenerate: `{command}`", "", "## Machine", ""]
+    lines = ["# Cache microbenchmarks", "", f"Regenerate: `{command}`", "", METHOD, ""]
+    lines += ["## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
     lines += ["", "## Targets (ratios measured in this run)", ""]
     lines += ["| target | measured | required | met |", "|---|---|---|---|"]
