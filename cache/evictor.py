@@ -89,7 +89,8 @@ class PersistentHeapEvictor(Evictor):
     """A heap kept up to date across calls: SGLang PR #6907's idea, with its review defects fixed.
 
     Every time a node becomes evictable, or its sort key changes while evictable, an entry
-    ``(key, version, node)`` is pushed and ``node.heap_version`` is bumped; entries whose version
+    ``(*key, version, node)`` (flat, one indirection less per compare) is pushed and
+    ``node.heap_version`` is bumped; entries whose version
     is not the node's current one, or whose node is no longer evictable (locked, got a child,
     evicted), are stale and dropped when popped. So only evictable leaves are ever evicted (PR
     #6907 popped internal nodes), sizes are the cache's exact counters (it mis-accounted
@@ -101,16 +102,16 @@ class PersistentHeapEvictor(Evictor):
 
     def __init__(self, policy: EvictionPolicy) -> None:
         super().__init__(policy)
-        self.heap: list[tuple[SortKey, int, TreeNode]] = []
+        self.heap: list[tuple] = []  # (*sort_key, version, node)
 
     def on_change(self, node: TreeNode) -> None:
         node.heap_version += 1
         if node.evictable:
-            heapq.heappush(self.heap, (self.policy.key(node), node.heap_version, node))
+            heapq.heappush(self.heap, (*self.policy.key(node), node.heap_version, node))
 
     def _compact(self, live: int) -> None:
         if len(self.heap) > 2 * live + 64:
-            self.heap = [e for e in self.heap if e[2].evictable and e[1] == e[2].heap_version]
+            self.heap = [e for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version]
             heapq.heapify(self.heap)
 
     def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
@@ -118,7 +119,7 @@ class PersistentHeapEvictor(Evictor):
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens and heap:
-            _, version, node = heapq.heappop(heap)
+            *_, version, node = heapq.heappop(heap)
             if version != node.heap_version or not node.evictable:
                 continue  # stale entry
             # delete_leaf refreshes the parent, which pushes it here if it became evictable.
@@ -128,7 +129,7 @@ class PersistentHeapEvictor(Evictor):
         return victims
 
     def members(self, host: EvictionHost) -> set[int]:
-        return {n.id for _, v, n in self.heap if n.evictable and v == n.heap_version}
+        return {e[-1].id for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version}
 
     def reset(self) -> None:
         self.heap = []
@@ -204,7 +205,7 @@ class LRUListEvictor(PersistentHeapEvictor):
             self.tail = node
             self.list_len += 1
         else:
-            heapq.heappush(self.heap, (key(node), node.heap_version, node))
+            heapq.heappush(self.heap, (*key(node), node.heap_version, node))
 
     def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
         heap = self.heap
@@ -212,15 +213,15 @@ class LRUListEvictor(PersistentHeapEvictor):
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens:
-            while heap and (heap[0][1] != heap[0][2].heap_version or not heap[0][2].evictable):
+            while heap and (heap[0][-2] != heap[0][-1].heap_version or not heap[0][-1].evictable):
                 heapq.heappop(heap)  # stale side-heap entry
             head = self.head
             if head is None and not heap:
                 break
-            if head is not None and (not heap or key(head) < heap[0][0]):
+            if head is not None and (not heap or key(head) < heap[0][:-2]):
                 node = head  # delete_leaf -> on_change unlinks it
             else:
-                node = heapq.heappop(heap)[2]
+                node = heapq.heappop(heap)[-1]
             evicted += host.delete_leaf(node)
             victims.append(node)
         self._compact(host.num_evictable_leaves - self.list_len)
