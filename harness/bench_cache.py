@@ -8,7 +8,8 @@ within one run. Times in ns. Three benches:
   per node, no split, no index gather) for a fully cached key of ``L`` tokens, on one edge
   (one node of ``L`` tokens) and along a deep path (``L / 1000``-token nodes, 1,000 nodes), per
   matcher; with, in the same rounds, a whole-array ``==`` of the same ``L`` tokens (two
-  ``array('q')``, compared by memcmp) as the physical reference.
+  ``array('q')``, compared by CPython's typed item loop in C, not memcmp: a fast vectorised
+  matcher can beat it) as the physical reference.
 * ``evict``: ``evict(16)`` on a tree of ``N`` one-token evictable leaves, per evictor (LRU
   policy). The allocator's ``free`` is replaced by a no-op so that the figure is the evictor's
   data structure, not torch's per-call overhead (reported separately as ``free_ns``).
