@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Cache microbenchmarks (a few minutes): prints the tables, writes plots to runs/bench and
+# regenerates BENCHMARKS.md. Run it on a quiet machine.
+bench: $(VENV)/.installed
+	$(BIN)/radixbench bench cache --out runs/bench --markdown BENCHMARKS.md
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -1,8 +1,9 @@
 """radixbench.cache — a radix prefix cache faithful to SGLang ``RadixCache`` @ a7ec6b97.
 
-Pluggable by name: matchers (``linear``, ``galloping``), evictors (``heapify``,
-``persistent-heap``) and eviction policies (``lru``, ``lfu``, ``fifo``, ``mru``, ``filo``,
-``priority``, ``slru``). KV-slot indices live in torch tensors on the cache's device.
+Pluggable by name: matchers (``linear``, ``galloping``, ``memview``, ``numpy``), evictors
+(``heapify``, ``persistent-heap``, ``lru-list``) and eviction policies (``lru``, ``lfu``,
+``fifo``, ``mru``, ``filo``, ``priority``, ``slru``). KV-slot indices live in torch tensors on the
+cache's device.
 """
 
 from radixbench.cache.allocator import DoubleFreeError, ReqToTokenPool, TokenToKVPoolAllocator
@@ -11,6 +12,7 @@ from radixbench.cache.integrity import IntegrityError, check_integrity
 from radixbench.cache.key import RadixKey
 from radixbench.cache.matcher import MATCHERS, Matcher
 from radixbench.cache.node import TreeNode
+from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator, make_allocator
 from radixbench.cache.policy import POLICIES, EvictionPolicy
 from radixbench.cache.radix_cache import (
     CacheConfig,
@@ -33,10 +35,12 @@ __all__ = [
     "IntegrityError",
     "MatchResult",
     "Matcher",
+    "PagedTokenToKVPoolAllocator",
     "RadixCache",
     "RadixKey",
     "ReqToTokenPool",
     "TokenToKVPoolAllocator",
     "TreeNode",
     "check_integrity",
+    "make_allocator",
 ]

@@ -89,7 +89,8 @@ class PersistentHeapEvictor(Evictor):
     """A heap kept up to date across calls: SGLang PR #6907's idea, with its review defects fixed.
 
     Every time a node becomes evictable, or its sort key changes while evictable, an entry
-    ``(key, version, node)`` is pushed and ``node.heap_version`` is bumped; entries whose version
+    ``(*key, version, node)`` (flat, one indirection less per compare) is pushed and
+    ``node.heap_version`` is bumped; entries whose version
     is not the node's current one, or whose node is no longer evictable (locked, got a child,
     evicted), are stale and dropped when popped. So only evictable leaves are ever evicted (PR
     #6907 popped internal nodes), sizes are the cache's exact counters (it mis-accounted
@@ -101,16 +102,16 @@ class PersistentHeapEvictor(Evictor):
 
     def __init__(self, policy: EvictionPolicy) -> None:
         super().__init__(policy)
-        self.heap: list[tuple[SortKey, int, TreeNode]] = []
+        self.heap: list[tuple] = []  # (*sort_key, version, node)
 
     def on_change(self, node: TreeNode) -> None:
         node.heap_version += 1
         if node.evictable:
-            heapq.heappush(self.heap, (self.policy.key(node), node.heap_version, node))
+            heapq.heappush(self.heap, (*self.policy.key(node), node.heap_version, node))
 
     def _compact(self, live: int) -> None:
         if len(self.heap) > 2 * live + 64:
-            self.heap = [e for e in self.heap if e[2].evictable and e[1] == e[2].heap_version]
+            self.heap = [e for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version]
             heapq.heapify(self.heap)
 
     def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
@@ -118,7 +119,7 @@ class PersistentHeapEvictor(Evictor):
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens and heap:
-            _, version, node = heapq.heappop(heap)
+            *_, version, node = heapq.heappop(heap)
             if version != node.heap_version or not node.evictable:
                 continue  # stale entry
             # delete_leaf refreshes the parent, which pushes it here if it became evictable.
@@ -128,14 +129,115 @@ class PersistentHeapEvictor(Evictor):
         return victims
 
     def members(self, host: EvictionHost) -> set[int]:
-        return {n.id for _, v, n in self.heap if n.evictable and v == n.heap_version}
+        return {e[-1].id for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version}
 
     def reset(self) -> None:
         self.heap = []
 
 
+class LRUListEvictor(PersistentHeapEvictor):
+    """An intrusive doubly linked list of evictable leaves, after vLLM's
+    ``FreeKVCacheBlockQueue``, with a side heap for the leaves that arrive out of order.
+
+    Exact eviction order: the same as every other evictor — ascending policy key, ties by node
+    id — i.e. for LRU ascending ``(last_access_time, id)``. How it is kept, for LRU:
+
+    * The list holds leaves sorted by key. A leaf that becomes evictable or is touched
+      (``match_prefix`` / ``insert`` set ``last_access_time`` to the newest clock tick) has a key
+      greater than the tail's, so it is unlinked (O(1)) and appended at the tail (O(1)): this is
+      the common path.
+    * A leaf that becomes evictable *without* being touched — a parent whose last child was just
+      evicted, or a path unlocked by ``dec_lock_ref`` — carries an old access time, older than the
+      tail's. It is not walked into place (that would cost O(list length)); it is pushed on a
+      version-stamped side heap (the persistent heap's machinery), O(log s) for s such nodes.
+    * ``evict`` pops the smaller of the list head (O(1)) and the side heap's top (stale entries
+      dropped lazily), so the victims come in exactly the global key order.
+
+    Non-monotone policies (``monotone_on_touch`` false: LFU, FIFO, MRU, FILO, Priority, SLRU),
+    whose keys do not grow with each touch, cannot keep the list sorted by tail appends: for them
+    this evictor falls back explicitly to the persistent heap (every node goes to the side heap,
+    the list stays empty), so it behaves — and costs — exactly as ``persistent-heap``.
+    """
+
+    name = "lru-list"
+
+    def __init__(self, policy: EvictionPolicy) -> None:
+        super().__init__(policy)
+        self.use_list = policy.monotone_on_touch
+        self.reset()
+
+    def reset(self) -> None:
+        super().reset()
+        self.head: TreeNode | None = None
+        self.tail: TreeNode | None = None
+        self.list_len = 0
+
+    def _unlink(self, node: TreeNode) -> None:
+        prev, nxt = node.prev, node.next
+        if prev is None:
+            self.head = nxt
+        else:
+            prev.next = nxt
+        if nxt is None:
+            self.tail = prev
+        else:
+            nxt.prev = prev
+        node.prev = node.next = None
+        self.list_len -= 1
+
+    def _in_list(self, node: TreeNode) -> bool:
+        return node.prev is not None or self.head is node
+
+    def on_change(self, node: TreeNode) -> None:
+        node.heap_version += 1  # invalidates any side-heap entry
+        if self._in_list(node):
+            self._unlink(node)
+        if not node.evictable:
+            return
+        tail = self.tail
+        key = self.policy.key
+        if self.use_list and (tail is None or key(node) > key(tail)):
+            node.prev, node.next = tail, None
+            if tail is None:
+                self.head = node
+            else:
+                tail.next = node
+            self.tail = node
+            self.list_len += 1
+        else:
+            heapq.heappush(self.heap, (*key(node), node.heap_version, node))
+
+    def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
+        heap = self.heap
+        key = self.policy.key
+        victims: list[TreeNode] = []
+        evicted = 0
+        while evicted < num_tokens:
+            while heap and (heap[0][-2] != heap[0][-1].heap_version or not heap[0][-1].evictable):
+                heapq.heappop(heap)  # stale side-heap entry
+            head = self.head
+            if head is None and not heap:
+                break
+            if head is not None and (not heap or key(head) < heap[0][:-2]):
+                node = head  # delete_leaf -> on_change unlinks it
+            else:
+                node = heapq.heappop(heap)[-1]
+            evicted += host.delete_leaf(node)
+            victims.append(node)
+        self._compact(host.num_evictable_leaves - self.list_len)
+        return victims
+
+    def members(self, host: EvictionHost) -> set[int]:
+        ids = super().members(host)
+        node = self.head
+        while node is not None:
+            ids.add(node.id)
+            node = node.next
+        return ids
+
+
 EVICTORS: dict[str, type[Evictor]] = {
-    cls.name: cls for cls in (HeapifyEvictor, PersistentHeapEvictor)
+    cls.name: cls for cls in (HeapifyEvictor, PersistentHeapEvictor, LRUListEvictor)
 }
 
 

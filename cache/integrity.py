@@ -39,7 +39,7 @@ def check_integrity(cache: RadixCache) -> None:
         for ck, child in node.children.items():
             if child.parent is not node:
                 fail(f"node {child.id}: parent link broken")
-            extra = child.key.extra_key
+            extra = child.key.namespace
             if len(child.key) == 0:
                 fail(f"node {child.id}: empty key")
             if ck != child_key(child.key.token_ids, 0, cache.page_size, extra):
@@ -86,8 +86,9 @@ def check_integrity(cache: RadixCache) -> None:
     if held:
         slots = torch.cat(held)
         lo, hi = int(slots.min()), int(slots.max())
-        if lo < 1 or hi > cache.allocator.size:
-            fail(f"a node holds KV slot outside 1..{cache.allocator.size} (min {lo}, max {hi})")
+        top = cache.allocator.is_free.numel() - 1
+        if lo < 1 or hi > top:
+            fail(f"a node holds KV slot outside 1..{top} (min {lo}, max {hi})")
         if torch.unique(slots).numel() != slots.numel():
             fail("a KV slot is held by two tree nodes")
         if bool(cache.allocator.is_free[slots].any()):

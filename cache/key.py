@@ -11,25 +11,69 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import overload
 
-ChildKey = int | tuple[int, ...] | tuple[str, int | tuple[int, ...]]
+ChildKey = int | tuple[int, ...] | tuple[object, int | tuple[int, ...]]
+Namespace = str | tuple[str | None, str | None, bool] | None
+
+#: A bigram ``(a, b)`` of two token ids in ``[0, 2**31)`` is packed into one int64 as
+#: ``a << 32 | b``, an injective map, so bigram keys stay ``array('q')`` and every matcher applies.
+BIGRAM_SHIFT = 32
+_BIGRAM_MAX = 1 << 31
+
+
+def to_bigrams(tokens: Iterable[int]) -> array:
+    """EAGLE bigram ids of raw tokens: ``L`` tokens give ``L-1`` packed bigrams
+    ``tokens[i] << 32 | tokens[i+1]`` (``[]`` when ``L < 2``). Mirrors SGLang
+    ``_convert_to_bigram_key`` @ a7ec6b97 (which builds tuples). Raises ``ValueError`` for a
+    token outside ``[0, 2**31)``."""
+    t = tokens if isinstance(tokens, array) else array("q", tokens)
+    if len(t) and (min(t) < 0 or max(t) >= _BIGRAM_MAX):
+        raise ValueError("bigram keys need token ids in [0, 2**31)")
+    return array("q", ((t[i] << BIGRAM_SHIFT) | t[i + 1] for i in range(len(t) - 1)))
 
 
 class RadixKey:
-    """A sequence of token ids in one namespace.
+    """A sequence of token ids in one namespace. Mirrors SGLang ``RadixKey`` @ a7ec6b97.
 
-    ``token_ids``: ``array('q')`` of token ids (int64). ``extra_key``: namespace string (e.g. a
-    LoRA id); keys of different namespaces never share a prefix, and comparing them raises
-    ``ValueError``. Slicing returns a new ``RadixKey`` (a copy of the ids, as SGLang's list slice).
+    ``token_ids``: ``array('q')`` of token ids (int64), or of packed bigrams when ``is_bigram``.
+    Namespace: ``extra_key`` (e.g. a LoRA id), ``cache_salt`` (per-user isolation; SGLang folds
+    it into ``extra_key``) and ``is_bigram`` (EAGLE keys). Keys of different namespaces never
+    share a prefix (the namespace is part of every child key) and comparing them raises
+    ``ValueError``. Slicing returns a new ``RadixKey`` (a copy, as SGLang's list slice) in the
+    same namespace; ``key[i]`` a one-token key. Build bigram keys with ``RadixKey.bigram``.
     """
 
-    __slots__ = ("extra_key", "token_ids")
+    __slots__ = ("cache_salt", "extra_key", "is_bigram", "namespace", "token_ids")
 
-    def __init__(self, token_ids: Iterable[int] | array, extra_key: str | None = None) -> None:
+    def __init__(
+        self,
+        token_ids: Iterable[int] | array,
+        extra_key: str | None = None,
+        cache_salt: str | None = None,
+        is_bigram: bool = False,
+    ) -> None:
         if isinstance(token_ids, array) and token_ids.typecode == "q":
             self.token_ids = token_ids
         else:
             self.token_ids = array("q", token_ids)
         self.extra_key = extra_key
+        self.cache_salt = cache_salt
+        self.is_bigram = is_bigram
+        ns: Namespace = extra_key
+        if cache_salt is not None or is_bigram:
+            ns = (extra_key, cache_salt, is_bigram)
+        #: What child keys are wrapped with: ``None``, the ``extra_key`` alone (as SGLang), or
+        #: ``(extra_key, cache_salt, is_bigram)``.
+        self.namespace = ns
+
+    @classmethod
+    def bigram(
+        cls, raw_tokens: Iterable[int], extra_key: str | None = None, cache_salt: str | None = None
+    ) -> RadixKey:
+        """EAGLE key: ``L`` raw tokens give ``L-1`` bigrams (see ``to_bigrams``)."""
+        return cls(to_bigrams(raw_tokens), extra_key, cache_salt, is_bigram=True)
+
+    def _like(self, ids: array) -> RadixKey:
+        return RadixKey(ids, self.extra_key, self.cache_salt, self.is_bigram)
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -44,31 +88,32 @@ class RadixKey:
     def __getitem__(self, idx: int | slice) -> RadixKey:
         """``key[i]`` is a one-token key; ``key[a:b]`` a sub-key. Raises ``IndexError``."""
         if isinstance(idx, slice):
-            return RadixKey(self.token_ids[idx], self.extra_key)
-        return RadixKey(array("q", (self.token_ids[idx],)), self.extra_key)
+            return self._like(self.token_ids[idx])
+        return self._like(array("q", (self.token_ids[idx],)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RadixKey):
             return NotImplemented
-        return self.extra_key == other.extra_key and self.token_ids == other.token_ids
+        return self.namespace == other.namespace and self.token_ids == other.token_ids
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the token list it wraps
 
     def __repr__(self) -> str:
         head = list(self.token_ids[:8])
         more = "..." if len(self.token_ids) > 8 else ""
-        return f"RadixKey(len={len(self)}, extra_key={self.extra_key!r}, ids={head}{more})"
+        return f"RadixKey(len={len(self)}, namespace={self.namespace!r}, ids={head}{more})"
 
 
 def check_namespaces(a: RadixKey, b: RadixKey) -> None:
-    """Raise ``ValueError`` if two keys live in different namespaces (SGLang _check_extra_key)."""
-    if a.extra_key != b.extra_key:
+    """Raise ``ValueError`` if two keys live in different namespaces (extra_key, cache_salt or
+    bigram-ness differ); SGLang ``_check_extra_key`` @ a7ec6b97."""
+    if a.namespace != b.namespace:
         raise ValueError(
-            f"cannot match keys of different namespaces: {a.extra_key!r} vs {b.extra_key!r}"
+            f"cannot match keys of different namespaces: {a.namespace!r} vs {b.namespace!r}"
         )
 
 
-def child_key(tokens: array, offset: int, page_size: int, extra_key: str | None) -> ChildKey:
+def child_key(tokens: array, offset: int, page_size: int, extra_key: Namespace) -> ChildKey:
     """Key of the child dict entry for ``tokens[offset:]``.
 
     ``page_size == 1``: the token id; otherwise the tuple of the first page's ids. A namespace

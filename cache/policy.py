@@ -20,8 +20,9 @@ class EvictionPolicy(ABC):
     """Maps a node to its eviction sort key (smallest first)."""
 
     name: ClassVar[str]
-    #: True when a node's key can only grow with each access (so "append at the tail on touch"
-    #: keeps a list sorted). Used by list-based evictors to decide whether O(1) is possible.
+    #: True when a touched node's key exceeds every other key (so "append at the tail on touch"
+    #: keeps a list sorted). Only LRU: the touch sets the newest clock tick. The ``lru-list``
+    #: evictor serves only such policies from its list and falls back to its heap otherwise.
     monotone_on_touch: ClassVar[bool] = False
 
     @abstractmethod
@@ -40,7 +41,8 @@ class LRU(EvictionPolicy):
 
 
 class LFU(EvictionPolicy):
-    """Least frequently used first, LRU among equals: ``(hit_count, last_access_time, id)``."""
+    """Least frequently used first, LRU among equals: ``(hit_count, last_access_time, id)``
+    (SGLang LFUStrategy: ``(node.hit_count, node.last_access_time)``)."""
 
     name = "lfu"
 
@@ -76,7 +78,9 @@ class FILO(EvictionPolicy):
 
 
 class Priority(EvictionPolicy):
-    """Lowest request priority first, LRU among equals: ``(priority, last_access_time, id)``."""
+    """Lowest request priority first, LRU among equals: ``(priority, last_access_time, id)``
+    (SGLang PriorityStrategy: ``(node.priority, node.last_access_time)``; a node's priority is the
+    max over the inserts that walked through it)."""
 
     name = "priority"
 

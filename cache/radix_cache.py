@@ -11,69 +11,19 @@ never need to rescan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import TextIO
 
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.evictor import EVICTORS, make_evictor
+from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchResult
+from radixbench.cache.evictor import make_evictor
 from radixbench.cache.key import RadixKey, child_key
-from radixbench.cache.matcher import MATCHERS, make_matcher
+from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
-from radixbench.cache.policy import POLICIES, make_policy
+from radixbench.cache.policy import make_policy
 
-
-@dataclass(frozen=True, slots=True)
-class CacheConfig:
-    """Algorithm choice and geometry of one cache. Validated on construction (``ValueError``)."""
-
-    page_size: int = 1
-    evictor: str = "heapify"
-    matcher: str = "linear"
-    policy: str = "lru"
-
-    def __post_init__(self) -> None:
-        if self.page_size < 1:
-            raise ValueError(f"page_size must be >= 1, got {self.page_size}")
-        for field, known in (
-            ("evictor", EVICTORS),
-            ("matcher", MATCHERS),
-            ("policy", POLICIES),
-        ):
-            value = getattr(self, field)
-            if value not in known:
-                raise ValueError(f"unknown {field} {value!r}; known: {', '.join(known)}")
-
-
-class MatchResult(NamedTuple):
-    """``device_indices``: int64 ``[prefix_len]`` KV slots of the matched prefix on the device;
-    ``last_node``: deepest matched node (the root when nothing matched); ``prefix_len``: tokens."""
-
-    device_indices: torch.Tensor
-    last_node: TreeNode
-    prefix_len: int
-
-
-class EvictResult(NamedTuple):
-    """``num_evicted``: tokens freed; ``victims``: evicted node ids in eviction order."""
-
-    num_evicted: int
-    victims: list[int]
-
-
-class CacheReq(Protocol):
-    """What ``cache_finished_req`` needs of a request (SGLang ``Req``)."""
-
-    req_pool_idx: int
-    prefix_indices: torch.Tensor
-    last_node: TreeNode
-    extra_key: str | None
-
-    def committed_token_ids(self) -> RadixKey:
-        """Tokens whose KV is written in ``req_to_token[req_pool_idx, :len]`` (input + output
-        except the last sampled token)."""
-        ...
+__all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
 
 
 class RadixCache:
@@ -147,8 +97,12 @@ class RadixCache:
 
         Mutates: ``last_access_time`` of every node on the matched path (and the root); splits at
         most one node when the match ends inside it. Never changes sizes or locks.
-        Raises ``ValueError`` if ``key`` is in another namespace than a node it is compared with.
-        Mirrors SGLang ``match_prefix`` / ``_match_prefix_helper``.
+        Keys of another namespace (``extra_key``, ``cache_salt``, bigram) never match: the
+        namespace is part of every child key, so no node of another namespace is ever compared
+        (comparing such keys directly raises ``ValueError``, ``key.check_namespaces``).
+        Bigram (EAGLE) keys: ``L`` raw tokens are ``L-1`` bigrams, so the match is the raw
+        tokens matched minus one, rounded down to a page.
+        Mirrors SGLang ``match_prefix`` / ``_match_prefix_helper`` @ a7ec6b97.
         """
         self._clock += 1
         now = self._clock
@@ -161,7 +115,7 @@ class RadixCache:
             return MatchResult(self._empty, node, 0)
         values: list[torch.Tensor] = []
         offset = 0
-        extra = key.extra_key
+        extra = key.namespace
         common_prefix = self.matcher.common_prefix
         while offset < limit:
             child = node.children.get(child_key(tokens, offset, page, extra))
@@ -194,7 +148,7 @@ class RadixCache:
         """
         parent = child.parent
         assert parent is not None
-        page, extra = self.page_size, child.key.extra_key
+        page, extra = self.page_size, child.key.namespace
         new = self._new_node(child.key[:split_len], child.value[:split_len], parent)
         new.lock_ref = child.lock_ref
         new.priority = child.priority
@@ -226,6 +180,8 @@ class RadixCache:
             raise ValueError(f"insert: key length {len(tokens)} is not a multiple of page {page}")
         if value is None:
             value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
+        elif key.is_bigram and value.numel() > len(tokens):
+            value = value[: len(tokens)]  # SGLang (EAGLE): value len == bigram key len
         if value.dtype != torch.int64:
             raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
         if value.numel() != len(tokens):
@@ -234,7 +190,7 @@ class RadixCache:
         now = self._clock
         node = self.root
         node.last_access_time = now
-        extra = key.extra_key
+        extra = key.namespace
         common_prefix = self.matcher.common_prefix
         offset, n_tok = 0, len(tokens)
         while offset < n_tok:
@@ -330,7 +286,7 @@ class RadixCache:
         parent = node.parent
         assert parent is not None and not node.children and node.lock_ref == 0
         self.allocator.free(node.value)
-        del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.extra_key)]
+        del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.namespace)]
         n = len(node.key)
         self.evictable_size_ -= n
         self.num_nodes -= 1
@@ -341,27 +297,23 @@ class RadixCache:
 
     # ------------------------------------------------------------------ requests
     def cache_finished_req(self, req: CacheReq) -> int:
-        """Insert a finished request's tokens, free its duplicate and unaligned KV slots, free its
-        ``req_to_token`` row and unlock its prefix. Returns the already-cached prefix length.
+        """Insert a finished request's tokens and release it; see ``requests.cache_finished_req``
+        (mirrors SGLang ``cache_finished_req`` @ a7ec6b97)."""
+        from radixbench.cache.requests import cache_finished_req
 
-        Reads ``req_to_token[req.req_pool_idx, :len(tokens)]``. Mirrors SGLang
-        ``cache_finished_req`` @ a7ec6b97 (page-aligned part inserted, tail freed).
-        """
-        pool = self.req_to_token_pool
-        if pool is None:
-            raise RuntimeError("cache_finished_req needs a ReqToTokenPool")
-        key = req.committed_token_ids()
-        kv = pool.req_to_token[req.req_pool_idx, : len(key)].to(dtype=torch.int64, copy=True)
-        aligned = len(key) // self.page_size * self.page_size
-        if aligned < len(key):
-            self.allocator.free(kv[aligned:])
-            key, kv = key[:aligned], kv[:aligned]
-        old_prefix_len = req.prefix_indices.numel()
-        new_prefix_len = self.insert(key, kv)
-        # The slots of [old_prefix_len, new_prefix_len) duplicate what another request cached
-        # meanwhile; the tree keeps its own copy.
-        if new_prefix_len > old_prefix_len:
-            self.allocator.free(kv[old_prefix_len:new_prefix_len])
-        pool.free(req.req_pool_idx)
-        self.dec_lock_ref(req.last_node)
-        return new_prefix_len
+        return cache_finished_req(self, req)
+
+    def cache_unfinished_req(self, req: CacheReq, key: RadixKey) -> int:
+        """Cache a chunked-prefill request's filled tokens ``key``; see
+        ``requests.cache_unfinished_req`` (mirrors SGLang ``cache_unfinished_req`` @ a7ec6b97)."""
+        from radixbench.cache.requests import cache_unfinished_req
+
+        return cache_unfinished_req(self, req, key)
+
+    def pretty_print(self, file: TextIO | None = None, max_tokens: int = 8) -> None:
+        """Print the tree, one node per line indented by depth: id, token count, first
+        ``max_tokens`` ids, lock_ref, access time, hit count, priority; then the sizes. Mutates
+        nothing. Mirrors SGLang ``pretty_print`` / ``_print_helper``."""
+        from radixbench.cache.printing import pretty_print
+
+        pretty_print(self, file, max_tokens)

@@ -11,11 +11,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from radixbench.harness import cmd_compare, cmd_plot, cmd_profile, cmd_scenarios, cmd_sweep
+from radixbench.harness import (
+    cmd_bench,
+    cmd_compare,
+    cmd_plot,
+    cmd_profile,
+    cmd_scenarios,
+    cmd_sweep,
+)
 from radixbench.harness.cliutil import Parser, UsageError
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = (cmd_compare, cmd_scenarios, cmd_sweep, cmd_profile, cmd_plot)
+COMMANDS = (cmd_compare, cmd_scenarios, cmd_sweep, cmd_bench, cmd_profile, cmd_plot)
 
 
 def build_parser() -> argparse.ArgumentParser:

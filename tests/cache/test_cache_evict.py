@@ -329,3 +329,42 @@ def test_all_evictors_and_matchers_agree(cache_builder, put, paths, policy, page
         assert any(entry[0] == "evict" and entry[2] for entry in ref if isinstance(entry[0], str))
         for k, log in logs.items():
             assert log == ref, f"{k} differs from {ref_key} (policy={policy}, seed={seed})"
+
+
+def test_lru_list_fast_path_and_side_heap(cache_builder, put) -> None:
+    """Touched / new leaves are appended to the list; leaves that become evictable without a
+    touch (unlock, parent of an evicted leaf) go to the side heap; order is still exact LRU."""
+    cache, alloc = cache_builder(evictor="lru-list", policy="lru", kv_size=64)
+    ev = cache.evictor
+    assert ev.use_list
+    put(cache, alloc, [1, 2, 3])
+    put(cache, alloc, [1, 2, 4])  # splits: [1,2] -> {[3], [4]}
+    put(cache, alloc, [5, 6])
+    assert ev.list_len == 3 and not [e for e in ev.heap if e[-1].evictable]
+    r = cache.match_prefix(RadixKey([1, 2, 3]))
+    cache.inc_lock_ref(r.last_node)
+    assert ev.list_len == 2
+    cache.match_prefix(RadixKey([5, 6]))  # [5,6] becomes the tail
+    cache.dec_lock_ref(r.last_node)  # [3] is evictable again with an older access time...
+    assert ev.list_len == 2 and len(ev.members(cache)) == 3  # ...so it sits on the side heap
+    ref, ref_alloc = cache_builder(evictor="heapify", policy="lru", kv_size=64)
+    put(ref, ref_alloc, [1, 2, 3])
+    put(ref, ref_alloc, [1, 2, 4])
+    put(ref, ref_alloc, [5, 6])
+    r2 = ref.match_prefix(RadixKey([1, 2, 3]))
+    ref.inc_lock_ref(r2.last_node)
+    ref.match_prefix(RadixKey([5, 6]))
+    ref.dec_lock_ref(r2.last_node)
+    assert cache.evict(100).victims == ref.evict(100).victims
+    check_integrity(cache)
+    assert cache.num_nodes == 0 and ev.list_len == 0
+
+
+@pytest.mark.parametrize("policy", ["lfu", "fifo", "mru", "filo", "priority", "slru"])
+def test_lru_list_falls_back_to_heap_for_non_monotone_policies(cache_builder, put, policy) -> None:
+    cache, alloc = cache_builder(evictor="lru-list", policy=policy, kv_size=64)
+    assert not cache.evictor.use_list
+    put(cache, alloc, [1, 2])
+    put(cache, alloc, [3])
+    assert cache.evictor.list_len == 0 and cache.evictor.head is None
+    assert len(cache.evictor.members(cache)) == 2

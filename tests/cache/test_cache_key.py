@@ -8,7 +8,7 @@ from array import array
 import numpy as np
 import pytest
 
-from radixbench.cache import MATCHERS, RadixKey
+from radixbench.cache import MATCHERS, RadixKey, check_integrity
 from radixbench.cache.key import check_namespaces, child_key
 from radixbench.cache.matcher import make_matcher
 
@@ -175,3 +175,65 @@ def test_matcher_edge_cases(matcher: str) -> None:
 def test_make_matcher_unknown() -> None:
     with pytest.raises(ValueError, match="linear"):
         make_matcher("nope")
+
+
+def test_cache_salt_and_bigram_are_namespaces() -> None:
+    plain, salted = RadixKey([1, 2]), RadixKey([1, 2], cache_salt="u1")
+    assert plain != salted and plain.namespace is None
+    assert salted.namespace == (None, "u1", False)
+    assert RadixKey([1], "lora").namespace == "lora"  # SGLang's child-key shape
+    with pytest.raises(ValueError, match="namespaces"):
+        check_namespaces(plain, salted)
+    with pytest.raises(ValueError):
+        check_namespaces(RadixKey([1], cache_salt="a"), RadixKey([1], cache_salt="b"))
+    big = RadixKey.bigram([1, 2])
+    with pytest.raises(ValueError):
+        check_namespaces(big, RadixKey(big.token_ids))
+    assert salted[0].namespace == salted.namespace and salted[0:1].cache_salt == "u1"
+    assert big[0:1].is_bigram
+
+
+def test_bigram_key_packs_pairs() -> None:
+    from radixbench.cache.key import to_bigrams
+
+    assert len(RadixKey.bigram([5])) == 0 and len(RadixKey.bigram([])) == 0
+    k = RadixKey.bigram([1, 2, 3, 4])
+    assert len(k) == 3
+    assert list(k.token_ids) == [(1 << 32) | 2, (2 << 32) | 3, (3 << 32) | 4]
+    assert list(to_bigrams([2**31 - 1, 0])) == [(2**31 - 1) << 32]
+    with pytest.raises(ValueError, match="bigram"):
+        to_bigrams([-1, 2])
+    with pytest.raises(IndexError):
+        k[3]
+
+
+def test_namespaces_never_share_a_prefix(cache_builder) -> None:
+    cache, alloc = cache_builder(kv_size=64)
+    keys = [
+        RadixKey([1, 2, 3]),
+        RadixKey([1, 2, 3], "lora"),
+        RadixKey([1, 2, 3], cache_salt="u1"),
+        RadixKey([1, 2, 3], "lora", cache_salt="u1"),
+    ]
+    for k in keys:
+        v = alloc.alloc(3)
+        assert cache.insert(k, v) == 0
+    for k in keys:
+        assert cache.match_prefix(k).prefix_len == 3
+    assert cache.match_prefix(RadixKey([1, 2, 3], cache_salt="u2")).prefix_len == 0
+    assert len(cache.root.children) == 4
+
+
+@pytest.mark.parametrize("page", [1, 2])
+def test_bigram_match_is_raw_matched_minus_one_rounded_to_page(cache_builder, page) -> None:
+    cache, alloc = cache_builder(kv_size=64, page_size=page)
+    raw = [1, 2, 3, 4, 5]  # 4 bigrams
+    v = alloc.alloc(5)
+    assert cache.insert(RadixKey.bigram(raw), v) == 0  # value cut to the 4 bigrams (SGLang)
+    check_integrity(cache)
+    assert cache.total_size() == 4 and bool(alloc.is_free[v[4:]].sum() == 0)
+    # Query agrees with raw tokens 1..4 (4 raw tokens matched): 3 bigrams, rounded to a page.
+    r = cache.match_prefix(RadixKey.bigram([1, 2, 3, 4, 9]))
+    assert r.prefix_len == 3 // page * page
+    assert r.device_indices.tolist() == v[: 3 // page * page].tolist()
+    assert cache.match_prefix(RadixKey([1, 2, 3, 4])).prefix_len == 0  # not a bigram key

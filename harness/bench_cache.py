@@ -1,0 +1,226 @@
+"""Microbenchmarks of the cache's algorithm variants: matchers, evictors, insert.
+
+Every figure is a median over interleaved repetitions (each round times every variant once, in
+turn), so background load on a shared machine affects the variants alike; ratios are taken
+within one run. Times in ns. Three benches:
+
+* ``match``: the matching walk of ``RadixCache.match_prefix`` (child lookup + ``common_prefix``
+  per node, no split, no index gather) for a fully cached key of ``L`` tokens, on one edge
+  (one node of ``L`` tokens) and along a deep path (``L / 1000``-token nodes, 1,000 nodes), per
+  matcher; with, in the same rounds, a whole-array ``==`` of the same ``L`` tokens (two
+  ``array('q')``, compared by CPython's typed item loop in C, not memcmp: a fast vectorised
+  matcher can beat it) as the physical reference.
+* ``evict``: ``evict(16)`` on a tree of ``N`` one-token evictable leaves, per evictor (LRU
+  policy). The allocator's ``free`` is replaced by a no-op so that the figure is the evictor's
+  data structure, not torch's per-call overhead (reported separately as ``free_ns``).
+* ``insert``: inserting 1,000-token requests that share 0-900-token prefixes, per matcher.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+import statistics
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from time import perf_counter_ns
+
+import torch
+
+from radixbench.cache import (
+    EVICTORS,
+    MATCHERS,
+    CacheConfig,
+    RadixCache,
+    RadixKey,
+    TokenToKVPoolAllocator,
+)
+from radixbench.cache.key import child_key
+from radixbench.cache.matcher import Matcher, make_matcher
+from radixbench.cache.node import TreeNode
+
+Row = dict[str, object]
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """Sizes and repetitions. ``quick`` shrinks everything for a smoke test."""
+
+    match_lengths: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
+    path_nodes: int = 1_000
+    evict_leaves: tuple[int, ...] = (1_000, 10_000, 50_000, 100_000)
+    evict_k: int = 16
+    insert_requests: int = 400
+    reps: int = 9
+
+    def __post_init__(self) -> None:
+        if self.reps < 1 or not self.match_lengths or not self.evict_leaves:
+            raise ValueError("bench: reps >= 1 and non-empty size lists required")
+
+    @classmethod
+    def quick(cls) -> BenchSpec:
+        return cls((1_000, 10_000), 100, (1_000, 5_000), 16, 50, 3)
+
+
+class _NullFree(TokenToKVPoolAllocator):
+    """An allocator whose ``free`` only counts, to time evictors alone."""
+
+    def free(self, indices: torch.Tensor) -> None:
+        self._released_n += int(indices.numel())
+
+
+def _interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
+    """Median ns per call of each function, timed round-robin ``reps`` times."""
+    times: dict[str, list[int]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = perf_counter_ns()
+            fn()
+            times[name].append(perf_counter_ns() - t0)
+    return {k: float(statistics.median(v)) for k, v in times.items()}
+
+
+def _walk(root: TreeNode, key: RadixKey, matcher: Matcher) -> int:
+    """The matching loop of ``match_prefix`` alone (page 1): child lookup + matcher per node."""
+    node, offset, tokens = root, 0, key.token_ids
+    common_prefix = matcher.common_prefix
+    while offset < len(tokens):
+        child = node.children.get(child_key(tokens, offset, 1, key.namespace))
+        if child is None:
+            break
+        n = common_prefix(child.key.token_ids, tokens, offset, 1)
+        offset += n
+        if n < len(child.key):
+            break
+        node = child
+    return offset
+
+
+def _path_tree(length: int, nodes: int) -> TreeNode:
+    """A root whose single path holds tokens ``0..length-1`` in ``nodes`` equal nodes."""
+    toks = array("q", range(length))
+    value = torch.zeros(length, dtype=torch.int64)
+    root = TreeNode(0, RadixKey(()), value[:0], None, 0)
+    node, step = root, max(1, length // nodes)
+    for i, start in enumerate(range(0, length, step)):
+        child = TreeNode(i + 1, RadixKey(toks[start : start + step]), value[start:], node, 0)
+        node.children[child_key(toks, start, 1, None)] = child
+        node = child
+    return root
+
+
+def bench_match(spec: BenchSpec) -> list[Row]:
+    rows: list[Row] = []
+    matchers = {m: make_matcher(m) for m in sorted(MATCHERS)}
+    for shape in ("edge", "path"):
+        for length in spec.match_lengths:
+            nodes = 1 if shape == "edge" else min(spec.path_nodes, length)
+            root = _path_tree(length, nodes)
+            query = RadixKey(array("q", range(length)))
+            a, b = array("q", range(length)), array("q", range(length))
+            fns: dict[str, Callable[[], object]] = {"array==": partial(operator.eq, a, b)}
+            for name, m in matchers.items():
+                if _walk(root, query, m) != length:
+                    raise RuntimeError(f"bench match: {name} did not match the whole key")
+                fns[name] = partial(_walk, root, query, m)
+            med = _interleaved(fns, spec.reps)
+            for name, ns in med.items():
+                rows.append(
+                    {
+                        "bench": "match",
+                        "shape": shape,
+                        "nodes": nodes,
+                        "tokens": length,
+                        "variant": name,
+                        "median_ns": ns,
+                        "x_array_eq": ns / med["array=="],
+                    }
+                )
+    return rows
+
+
+def _leaf_cache(evictor: str, n_leaves: int) -> RadixCache:
+    alloc = _NullFree(n_leaves + 1)
+    cache = RadixCache(None, alloc, CacheConfig(evictor=evictor, policy="lru"))
+    order = list(range(n_leaves))
+    random.Random(n_leaves).shuffle(order)  # access times not in id order
+    for i in order:
+        cache.insert(RadixKey(array("q", (i,))), torch.tensor([i + 1], dtype=torch.int64))
+    return cache
+
+
+def bench_evict(spec: BenchSpec) -> list[Row]:
+    rows: list[Row] = []
+    for n in spec.evict_leaves:
+        caches = {e: _leaf_cache(e, n) for e in sorted(EVICTORS)}
+        fns: dict[str, Callable[[], object]] = {
+            e: partial(c.evict, spec.evict_k) for e, c in caches.items()
+        }
+        med = _interleaved(fns, spec.reps)
+        victims = {e: c.evict(spec.evict_k).victims for e, c in caches.items()}
+        if len({tuple(v) for v in victims.values()}) != 1:
+            raise RuntimeError("bench evict: evictors disagree on victims")
+        for e, ns in med.items():
+            rows.append(
+                {
+                    "bench": "evict",
+                    "leaves": n,
+                    "k": spec.evict_k,
+                    "variant": e,
+                    "median_ns": ns,
+                    "x_faster_than_heapify": med["heapify"] / ns,
+                }
+            )
+    alloc = TokenToKVPoolAllocator(1 << 16, check_repeats=False)
+    slots = [alloc.alloc(1) for _ in range(spec.reps * 64)]
+    t0 = perf_counter_ns()
+    for s in slots:
+        assert s is not None
+        alloc.free(s)
+    rows.append(
+        {
+            "bench": "evict",
+            "leaves": 0,
+            "k": 1,
+            "variant": "free_ns (real allocator, per victim)",
+            "median_ns": (perf_counter_ns() - t0) / len(slots),
+            "x_faster_than_heapify": float("nan"),
+        }
+    )
+    return rows
+
+
+def bench_insert(spec: BenchSpec) -> list[Row]:
+    rng = random.Random(0)
+    stems = [array("q", rng.choices(range(50_000), k=900)) for _ in range(8)]
+    keys = []
+    for i in range(spec.insert_requests):
+        stem = stems[i % len(stems)][: rng.choice((0, 100, 500, 900))]
+        keys.append(RadixKey(stem + array("q", rng.choices(range(50_000), k=1000 - len(stem)))))
+    value = torch.arange(1000, dtype=torch.int64)
+    rows: list[Row] = []
+    times: dict[str, list[int]] = {m: [] for m in sorted(MATCHERS)}
+    for _ in range(max(1, spec.reps // 3)):
+        for m in times:
+            cache = RadixCache(None, TokenToKVPoolAllocator(1), CacheConfig(matcher=m))
+            t0 = perf_counter_ns()
+            for k in keys:
+                cache.insert(k, value)
+            times[m].append((perf_counter_ns() - t0) // len(keys))
+    for m, v in times.items():
+        rows.append(
+            {
+                "bench": "insert",
+                "tokens": 1000,
+                "variant": m,
+                "median_ns": v and float(statistics.median(v)),
+            }
+        )
+    return rows
+
+
+def run_all(spec: BenchSpec) -> list[Row]:
+    """All three benches; rows are flat dicts (see module docstring for columns)."""
+    return bench_match(spec) + bench_evict(spec) + bench_insert(spec)
