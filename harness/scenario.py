@@ -17,7 +17,7 @@ checked against the field's annotation, unknown keys are refused, and the datacl
 from __future__ import annotations
 
 import pathlib
-import sys
+import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -27,11 +27,6 @@ from radixbench.sim.config import SimConfig, Variant
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.sources import SOURCES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "DEFAULT_SCENARIO",

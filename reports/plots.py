@@ -99,7 +99,9 @@ def fit_loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(slope)
 
 
-def cdf_points(values: np.ndarray, floor: float, max_points: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+def cdf_points(
+    values: np.ndarray, floor: float, max_points: int = 1024
+) -> tuple[np.ndarray, np.ndarray]:
     """``(x, F(x))`` of the empirical CDF of ``values`` (raised to ``floor``): every sample when
     there are at most ``max_points``, else ``max_points`` evenly spaced quantiles (exact at those
     fractions). Keeps PNG/SVG rendering time independent of the sample count."""

@@ -24,7 +24,7 @@ import math
 import os
 import pathlib
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
@@ -73,7 +73,7 @@ def _int(value: Any, key: str, minimum: int) -> int:
 def _azure_time(text: str) -> float:
     base, _, frac = text.strip().partition(".")
     try:
-        dt = datetime.fromisoformat(base).replace(tzinfo=timezone.utc)
+        dt = datetime.fromisoformat(base).replace(tzinfo=UTC)
         return dt.timestamp() + (float("0." + frac) if frac else 0.0)
     except ValueError:
         raise ValueError(f"bad TIMESTAMP {text!r}") from None
