@@ -12,7 +12,9 @@ from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
 from radixbench.harness.cliutil import UsageError, csv_list, positive_float, positive_int
 from radixbench.harness.compare import CompareSpec, parse_variants, run_compare
-from radixbench.sim.config import FLATTENERS_NAMES, SimConfig
+from radixbench.sim.config import CLOCKS, DEFAULT_COST_MODEL, FLATTENERS_NAMES, SimConfig
+from radixbench.sim.cost import load_cost_model, preset_names
+from radixbench.sim.sched_policy import SCHED_POLICIES
 
 _DEFAULTS = SimConfig()
 
@@ -70,6 +72,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--max-running", type=positive_int, default=_DEFAULTS.max_running)
     c.add_argument("--max-prefill-tokens", type=positive_int, default=_DEFAULTS.max_prefill_tokens)
+    c.add_argument(
+        "--chunked-prefill-size",
+        type=int,
+        default=_DEFAULTS.chunked_prefill_size,
+        metavar="TOKENS",
+        help="tokens per prefill chunk; -1 disables chunking (default %(default)s)",
+    )
+    c.add_argument(
+        "--sched-policy",
+        default=_DEFAULTS.sched_policy,
+        choices=list(SCHED_POLICIES),
+        help="waiting-queue order (SGLang --schedule-policy)",
+    )
+    c.add_argument(
+        "--clock",
+        default=_DEFAULTS.clock,
+        choices=list(CLOCKS),
+        help="isolated: measured CPU time recorded only (identical schedules); coupled: added "
+        "to each step's simulated time",
+    )
+    c.add_argument(
+        "--cost-model",
+        default=DEFAULT_COST_MODEL,
+        metavar="NAME|PATH.toml",
+        help=f"step-time model: linear, a preset ({', '.join(preset_names())}) or a TOML file",
+    )
+    c.add_argument(
+        "--gpu-mem-gb",
+        type=positive_float,
+        default=None,
+        metavar="GB",
+        help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
+    )
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
@@ -80,13 +115,24 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison; exit 0 if equivalent, 1 if variants diverged."""
     if args.trace is not None and not args.trace.is_file():
         raise UsageError(f"--trace: no such file: {args.trace}")
-    sim = SimConfig(
-        kv_capacity_tokens=args.kv_capacity,
-        max_running=args.max_running,
-        max_prefill_tokens=args.max_prefill_tokens,
-        policy=args.policy,
-        seed=args.seed,
-    )
+    chunk = args.chunked_prefill_size
+    if chunk == 0 or chunk < -1:
+        raise UsageError(f"--chunked-prefill-size: positive or -1, got {chunk}")
+    try:
+        sim = SimConfig(
+            kv_capacity_tokens=args.kv_capacity,
+            max_running=args.max_running,
+            max_prefill_tokens=args.max_prefill_tokens,
+            chunked_prefill_size=None if chunk == -1 else chunk,
+            policy=args.policy,
+            sched_policy=args.sched_policy,
+            clock=args.clock,
+            seed=args.seed,
+            gpu_mem_gb=args.gpu_mem_gb,
+            cost=load_cost_model(args.cost_model),
+        )
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     spec = CompareSpec(
         trace=args.trace,
         max_requests=args.requests or (None if args.window is not None else 1000),
@@ -100,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     )
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     _print_summary(outcome.report, outcome.equivalence)
+    _print_metrics(outcome.metrics)
     print(f"\nwall time {outcome.wall_s:.1f} s; report: {outcome.run_dir / 'report.md'}")
     return 0 if outcome.equivalence["ok"] else 1
 
@@ -123,3 +170,28 @@ def _print_summary(report: dict, eq: dict) -> None:
     else:
         d = eq["first_diff"]
         print(f"\nequivalence: DIVERGED — first differing request rid={d['rid']}: {d['values']}")
+
+
+_METRIC_COLS = [
+    "variant",
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "prefix_hit_rate",
+    "retractions",
+    "mean_kv_util",
+]
+
+
+def _print_metrics(metrics: pd.DataFrame) -> None:
+    """Serving metrics per variant (vllm bench serve names), stating the clock mode."""
+    if not len(metrics):
+        return
+    clock = ", ".join(sorted(set(metrics["clock"])))
+    print(f"\nserving metrics (simulated; clock {clock}):")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(metrics[_METRIC_COLS].round(4).to_string(index=False))

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from radixbench.harness.equivalence import check_equivalence
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.reports import write_report
+from radixbench.reports.tables import write_table
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.trace import TraceRequest, load_mooncake
@@ -61,6 +62,7 @@ class CompareOutcome:
     report: dict[str, Any]
     equivalence: dict[str, Any]
     wall_s: float
+    metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def load_trace(spec: CompareSpec) -> list[TraceRequest]:
@@ -108,6 +110,8 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
         results = run_interleaved(sims)
     requests = pd.concat([r.requests for r in results], ignore_index=True)
     ops = pd.concat([r.ops for r in results], ignore_index=True)
+    timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
+    metrics = pd.DataFrame([r.metrics for r in results])
     equivalence = check_equivalence(requests)
     meta = {
         "scenario": f"mooncake conversation trace ({spec.trace or 'bundled'})",
@@ -115,6 +119,10 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
         "seed": spec.sim.seed,
         "device": str(device),
         "clock": spec.sim.clock,
+        "sched_policy": spec.sim.sched_policy,
+        "kv_capacity_tokens": spec.sim.kv_capacity_tokens,
+        "cost_model": getattr(spec.sim.cost, "name", type(spec.sim.cost).__name__),
+        "events": {r.variant: r.events for r in results},
         "torch_threads": torch.get_num_threads(),
         "sim_end_s": {r.variant: r.sim_end_s for r in results},
         "spec": _jsonable(spec),
@@ -124,8 +132,10 @@ def run_compare(spec: CompareSpec, progress: bool | None = None) -> CompareOutco
         meta["wall_s"] = round(time.perf_counter() - started, 2)
         (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
         report = write_report(run.tmp, requests, ops, meta, equivalence)
+        write_table(timeseries, run.tmp, "timeseries")
+        write_table(metrics, run.tmp, "metrics")
     assert run.final is not None
-    return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started)
+    return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started, metrics)
 
 
 def parse_variants(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
@@ -10,7 +11,7 @@ from radixbench.cache.policy import POLICIES
 from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model
 from radixbench.sim.sched_policy import SCHED_POLICIES
 
-CostModelT = LinearCostModel | RooflineCostModel
+CostModelT: TypeAlias = LinearCostModel | RooflineCostModel
 DEFAULT_COST_MODEL = "llama-3.1-8b-h100"
 
 FLATTENERS_NAMES = ("sum", "chain", "numpy")
