@@ -68,7 +68,7 @@ def test_bad_cost_model_input_names_the_file_and_key(tmp_path) -> None:
         load_cost_model(str(bad))
     broken = tmp_path / "broken.toml"
     broken.write_text("[model\n")
-    with pytest.raises(ValueError, match="broken.toml"):
+    with pytest.raises(ValueError, match=r"broken\.toml"):
         load_cost_model(str(broken))
     with pytest.raises(ValueError, match=">= 0"):
         LinearCostModel(prefill_base_s=-1)
