@@ -37,6 +37,7 @@ def main() -> None:
     v = Variant(*a.variant.split("/"))
     prof = cProfile.Profile() if a.profile else None
     t0 = time.perf_counter()
+    c0 = time.process_time()
     if prof:
         prof.enable()
     res = run_variant(trace, cfg, v, torch.device("cpu"))
@@ -44,9 +45,13 @@ def main() -> None:
         prof.disable()
         prof.dump_stats(a.profile)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     m = res.metrics
     print(f"requests {len(trace)}  variant {v.name}  clock {a.clock}  cost {a.cost_model}")
-    print(f"wall {wall:.1f} s  events {res.events}  events/s {res.events / wall:,.0f}")
+    print(
+        f"wall {wall:.1f} s  cpu {cpu:.1f} s  events {res.events}  events/s "
+        f"{res.events / wall:,.0f} (per cpu s {res.events / cpu:,.0f})  sim end {res.sim_end_s:.0f} s"
+    )
     for k in (
         "request_throughput",
         "output_throughput",

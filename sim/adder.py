@@ -45,6 +45,10 @@ class PrefillAdder:
         if self.rem_chunk is not None:
             self.rem_chunk -= extend
 
+    def has_budget(self) -> bool:
+        """Whether another request could still join (prefill and chunk budgets left)."""
+        return self.rem_input > 0 and (self.rem_chunk is None or self.rem_chunk > 0)
+
     def add_chunked_req(self, req: Req) -> Req | None:
         """Continue ``req``'s chunked prefill (SGLang ``add_chunked_req``); returns it while
         chunks remain, else None. Its prefix stays locked from the previous chunk."""
@@ -96,6 +100,6 @@ class PrefillAdder:
             self.can_run.append(req)
             self.new_chunked = req
             self._budget(trunc, 0)
-        if self.rem_input <= 0 or (self.rem_chunk is not None and self.rem_chunk <= 0):
+        if not self.has_budget():
             return OTHER
         return CONTINUE

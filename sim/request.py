@@ -29,6 +29,7 @@ class Req:
         "finish_s",
         "first_token_s",
         "input_ids",
+        "input_len",
         "last_node",
         "output_ids",
         "output_len",
@@ -47,6 +48,7 @@ class Req:
         self.rid = rid
         self.arrival_s = arrival_s
         self.input_ids = input_ids
+        self.input_len = len(input_ids)  # kept after ``release_tokens``
         self.fill_ids = input_ids
         self.output_len = output_len
         self.output_ids = array("q")
@@ -63,9 +65,13 @@ class Req:
         self.retractions = 0
         self.status = "waiting"
 
-    @property
-    def input_len(self) -> int:
-        return len(self.input_ids)
+    def release_tokens(self) -> None:
+        """Drop the token arrays of a finished request (a full trace holds ~10^8 tokens);
+        lengths, times and counters stay."""
+        empty = array("q")
+        self.input_ids = self.fill_ids = self.output_ids = self.output_plan = empty
+        self.prefix_indices = torch.empty(0, dtype=torch.int64)
+        self.last_node = None
 
     def full_ids(self) -> array:
         """``input_ids + output_ids``: what a (re-)prefill computes (SGLang ``fill_ids`` of

@@ -145,15 +145,21 @@ class Scheduler:
         adder = PrefillAdder(cfg, self.cache, self.running, self.new_token_ratio)
         if self.chunked_req is not None:
             self.chunked_req = adder.add_chunked_req(self.chunked_req)
+            if not adder.has_budget():
+                # Deviation from SGLang, for speed: it still matches the queue head here only
+                # to be refused for want of budget; the sole effect would be an LRU touch.
+                return adder.can_run
         cap = min(cfg.kv_capacity_tokens, cfg.max_context_len_tokens)
-        queue = self.policy.order(list(self.waiting)) if self.waiting else []
-        admitted: set[int] = set()
+        fcfs = self.policy.name == "fcfs"
+        # FCFS takes from the head of the deque in place; other orders work on a copy.
+        queue: Any = self.waiting if fcfs else self.policy.order(list(self.waiting))
+        admitted: list[Req] = []
         for req in queue:
             if len(self.running) + len(adder.can_run) >= cfg.max_running:
                 self.admission_dirty = False
                 break
             if req.retractions == 0 and req.input_len + req.output_len >= cap:
-                admitted.add(id(req))
+                admitted.append(req)
                 self._reject(req)
                 continue
             res = adder.add_one_req(req)
@@ -161,11 +167,16 @@ class Scheduler:
                 if res == NO_TOKEN:
                     self.admission_dirty = False
                 if adder.can_run and adder.can_run[-1] is req:
-                    admitted.add(id(req))
+                    admitted.append(req)
                 break
-            admitted.add(id(req))
+            admitted.append(req)
         if admitted:
-            self.waiting = deque(r for r in self.waiting if id(r) not in admitted)
+            if fcfs:  # the admitted (and rejected) requests are the head of the queue
+                for _ in admitted:
+                    self.waiting.popleft()
+            else:
+                taken = {id(r) for r in admitted}
+                self.waiting = deque(r for r in self.waiting if id(r) not in taken)
         if adder.new_chunked is not None:
             self.chunked_req = adder.new_chunked
         batch = adder.can_run
@@ -184,6 +195,7 @@ class Scheduler:
         req.finish_s = self.env.now
         req.status = "finished"
         self.cache.cache_finished_req(req)
+        req.release_tokens()
         self.admission_dirty = True
         self.on_finish(req)
 
@@ -270,14 +282,17 @@ class Scheduler:
         yield self.env.timeout(step_s)
         now = self.env.now
         still: list[Req] = []
+        keep = still.append
         for r in running:
             r.seq_len += 1
-            r.output_ids.append(r.output_plan[len(r.output_ids)])
+            out = r.output_ids
+            n = len(out)
+            out.append(r.output_plan[n])
             r.token_s.append(now)
-            if len(r.output_ids) >= r.output_len:
+            if n + 1 >= r.output_len:
                 self._finish(r)
             else:
-                still.append(r)
+                keep(r)
         self.running = still
 
     def loop(self) -> Generator[simpy.Event, Any, None]:

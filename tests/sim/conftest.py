@@ -17,8 +17,15 @@ def trace200():
 
 @pytest.fixture
 def small_cfg() -> SimConfig:
-    """A pool small enough that eviction happens on 200 requests."""
-    return SimConfig(kv_capacity_tokens=150_000, max_running=16, max_prefill_tokens=16_384)
+    """A pool small enough that eviction happens on 200 requests (linear cost model)."""
+    from radixbench.sim.cost import LinearCostModel
+
+    return SimConfig(
+        kv_capacity_tokens=150_000,
+        max_running=16,
+        max_prefill_tokens=16_384,
+        cost=LinearCostModel(),
+    )
 
 
 def make_trace(n: int, *, input_len: int, output_len: int, gap_s: float, groups: int = 3):
