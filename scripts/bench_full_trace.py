@@ -50,7 +50,8 @@ def main() -> None:
     print(f"requests {len(trace)}  variant {v.name}  clock {a.clock}  cost {a.cost_model}")
     print(
         f"wall {wall:.1f} s  cpu {cpu:.1f} s  events {res.events}  events/s "
-        f"{res.events / wall:,.0f} (per cpu s {res.events / cpu:,.0f})  sim end {res.sim_end_s:.0f} s"
+        f"{res.events / wall:,.0f} (per cpu s {res.events / cpu:,.0f})  "
+        f"sim end {res.sim_end_s:.0f} s"
     )
     for k in (
         "request_throughput",

@@ -33,8 +33,8 @@ def test_a_roomy_pool_never_retracts(pressure_trace) -> None:
     assert (res.requests["status"] == "finished").all()
 
 
-def test_chunked_prefill_caps_every_prefill_step(trace200) -> None:
-    trace = trace200[:20]
+def test_chunked_prefill_caps_every_prefill_step(trace100) -> None:
+    trace = trace100[:20]
     chunk = 2048
     cfg = SimConfig(kv_capacity_tokens=300_000, chunked_prefill_size=chunk, max_running=8)
     res = run_variant(trace, cfg, Variant(), CPU)
