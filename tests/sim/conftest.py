@@ -21,7 +21,7 @@ def small_cfg() -> SimConfig:
     from radixbench.sim.cost import LinearCostModel
 
     return SimConfig(
-        kv_capacity_tokens=90_000,
+        kv_capacity_tokens=125_000,
         max_running=16,
         max_prefill_tokens=16_384,
         cost=LinearCostModel(),
