@@ -80,6 +80,7 @@ class CompareOutcome:
     equivalence: dict[str, Any]
     wall_s: float
     meta: dict[str, Any] = field(default_factory=dict)
+    metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,8 @@ def run_compare(
         results = run_interleaved(sims)
     requests = pd.concat([r.requests for r in results], ignore_index=True)
     ops = pd.concat([r.ops for r in results], ignore_index=True)
+    timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
+    metrics = pd.DataFrame([r.metrics for r in results])
     equivalence = check_equivalence(requests)
     meta = {
         "scenario": workload.label,
@@ -186,6 +189,10 @@ def run_compare(
         "seed": spec.sim.seed,
         "device": str(device),
         "clock": spec.sim.clock,
+        "sched_policy": spec.sim.sched_policy,
+        "kv_capacity_tokens": spec.sim.kv_capacity_tokens,
+        "cost_model": getattr(spec.sim.cost, "name", type(spec.sim.cost).__name__),
+        "events": {r.variant: r.events for r in results},
         "torch_threads": torch.get_num_threads(),
         "sim_end_s": {r.variant: r.sim_end_s for r in results},
         "spec": _jsonable(spec),
@@ -196,11 +203,17 @@ def run_compare(
         meta["wall_s"] = round(time.perf_counter() - started, 2)
         (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
         if full_report:
-            report = write_report(run.tmp, requests, ops, meta, equivalence)
+            report = write_report(
+                run.tmp, requests, ops, meta, equivalence, timeseries=timeseries, metrics=metrics
+            )
         else:
             report = write_tables_only(run.tmp, requests, ops)
+            write_table(timeseries, run.tmp, "timeseries")
+            write_table(metrics, run.tmp, "metrics")
     assert run.final is not None
-    return CompareOutcome(run.final, report, equivalence, time.perf_counter() - started, meta)
+    return CompareOutcome(
+        run.final, report, equivalence, time.perf_counter() - started, meta, metrics
+    )
 
 
 def write_tables_only(run_dir: Path, requests: pd.DataFrame, ops: pd.DataFrame) -> dict[str, Any]:

@@ -16,6 +16,7 @@ checked against the field's annotation, unknown keys are refused, and the datacl
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import tomllib
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from importlib import resources
 from typing import Any
 
 from radixbench.harness.tomlmap import ScenarioError, build_dataclass, coerce
-from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
+from radixbench.sim.cost import load_cost_model
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.sources import SOURCES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
@@ -148,13 +150,31 @@ def parse_scenario(
             if key in paths:
                 raise ScenarioError(file, f"{tname}.{key}", f"also set in {paths[key]}")
             table[key], paths[key] = value, f"{tname}.{key}"
-    if "cost" in doc:
-        table["cost"], paths["cost"] = _table(doc, "cost", file), "cost"
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
+    if "cost" in doc:
+        sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
     variants = _variants(_table(doc, "variants", file), file)
     return Scenario(
         name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
     )
+
+
+def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
+    """``sim`` with the cost model of a ``[cost]`` table: ``model`` names the base model (linear,
+    a preset, or a TOML file; default the simulator's), the other keys override its fields."""
+    model = table.pop("model", DEFAULT_COST_MODEL)
+    if not isinstance(model, str):
+        raise ScenarioError(file, "cost.model", "expected a model name or a TOML path")
+    try:
+        base = load_cost_model(model)
+    except (ValueError, OSError) as e:
+        raise ScenarioError(file, "cost.model", str(e).splitlines()[0]) from None
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    cost = build_dataclass(type(base), {**fields, **table}, "cost", file)
+    try:
+        return dataclasses.replace(sim, cost=cost)
+    except ValueError as e:
+        raise ScenarioError(file, "cost.model", str(e)) from None
 
 
 def bundled_scenarios() -> dict[str, pathlib.Path]:

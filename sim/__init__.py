@@ -6,9 +6,11 @@ a cost model. Every cache operation and batch build is timed with ``perf_counter
 """
 
 from radixbench.sim.batch import FLATTENERS, BatchBuilder, ScheduleBatch
+from radixbench.sim.chunked import cache_unfinished_req
 from radixbench.sim.config import SimConfig, Variant
-from radixbench.sim.cost import LinearCostModel
+from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model, preset_names
 from radixbench.sim.instrument import OpRecorder, instrument
+from radixbench.sim.metrics import serving_metrics
 from radixbench.sim.request import Req
 from radixbench.sim.run import (
     VariantResult,
@@ -17,22 +19,30 @@ from radixbench.sim.run import (
     run_interleaved,
     run_variant,
 )
+from radixbench.sim.sched_policy import SCHED_POLICIES, SchedPolicy
 from radixbench.sim.scheduler import Scheduler
 
 __all__ = [
     "FLATTENERS",
+    "SCHED_POLICIES",
     "BatchBuilder",
     "LinearCostModel",
     "OpRecorder",
     "Req",
+    "RooflineCostModel",
+    "SchedPolicy",
     "ScheduleBatch",
     "Scheduler",
     "SimConfig",
     "Variant",
     "VariantResult",
     "VariantSim",
+    "cache_unfinished_req",
     "instrument",
+    "load_cost_model",
+    "preset_names",
     "resolve_device",
     "run_interleaved",
     "run_variant",
+    "serving_metrics",
 ]

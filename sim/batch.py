@@ -89,10 +89,12 @@ class BatchBuilder:
     def build_extend(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
         """Extend (prefill) batch. ``out_cache_loc``: int64 ``[sum extend]`` slots on the device,
         in request order. Writes ``req_to_token[row, :seq_len]`` (prefix slots, then new ones).
-        Reads ``req.prefix_indices``, ``req.input_ids``, ``req.req_pool_idx``."""
+        Reads ``req.prefix_indices``, ``req.fill_ids`` (the tokens whose KV this step leaves
+        written: input, plus outputs after a retraction, cut to the chunk in chunked prefill),
+        ``req.req_pool_idx``."""
         prefix = [r.prefix_indices.numel() for r in reqs]
-        seq = [len(r.input_ids) for r in reqs]
-        input_ids = self._to_device(self.flatten([r.input_ids[p:] for r, p in zip(reqs, prefix)]))
+        seq = [len(r.fill_ids) for r in reqs]
+        input_ids = self._to_device(self.flatten([r.fill_ids[p:] for r, p in zip(reqs, prefix)]))
         meta = self._to_device(
             torch.tensor([prefix, seq, [r.req_pool_idx for r in reqs]], dtype=torch.int64)
         )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
-from radixbench.sim.cost import LinearCostModel
+from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model
+from radixbench.sim.sched_policy import SCHED_POLICIES
+
+CostModelT: TypeAlias = LinearCostModel | RooflineCostModel
+DEFAULT_COST_MODEL = "llama-3.1-8b-h100"
 
 FLATTENERS_NAMES = ("sum", "chain", "numpy")
 
@@ -34,27 +39,51 @@ class Variant:
         return f"{self.evictor}/{self.matcher}/{self.flatten}"
 
 
+CLOCKS = ("isolated", "coupled")
+
+
+def _default_cost() -> CostModelT:
+    return load_cost_model(DEFAULT_COST_MODEL)
+
+
 @dataclass(frozen=True, slots=True)
 class SimConfig:
     """Scheduler, memory and clock settings of one simulated server (units in field names).
 
-    kv_capacity_tokens: KV slots in the pool (one token each). max_running: cap on running
-    requests (also the ``req_to_token`` rows). max_prefill_tokens: token budget of one prefill
-    step (a single longer request is still admitted alone; chunked prefill comes later).
-    max_context_len_tokens: longest request (input + output) accepted; longer ones are rejected.
-    clock: "isolated" — measured CPU time of cache operations is recorded, not added to
-    simulated time, so every variant sees an identical schedule.
+    kv_capacity_tokens: KV slots in the pool (one token each); replaced, when ``gpu_mem_gb`` is
+    given, by what fits in that memory per GPU after the weights (``cost.kv_capacity_tokens``,
+    needs a roofline cost model). max_running: cap on running requests (also the
+    ``req_to_token`` rows). max_prefill_tokens: token budget of one prefill step.
+    chunked_prefill_size: tokens per prefill chunk (None = no chunking; a longer request is then
+    admitted alone). max_context_len_tokens: longest request (input + output) accepted.
+    sched_policy: waiting-queue order (``sim.sched_policy.SCHED_POLICIES``).
+    clock: "isolated" — measured CPU time of cache operations is recorded, not added to simulated
+    time, so every variant sees an identical schedule; "coupled" — the measured CPU time of each
+    step's cache operations and batch builds is added to that step's simulated duration.
+    init_new_token_ratio / min_new_token_ratio_factor / new_token_ratio_decay_steps /
+    clip_max_new_tokens / retract_decode_steps: SGLang's decode-reservation estimate
+    (``SGLANG_INIT_NEW_TOKEN_RATIO`` 0.7, ``..._MIN_NEW_TOKEN_RATIO_FACTOR`` 0.14,
+    ``..._NEW_TOKEN_RATIO_DECAY_STEPS`` 600, ``CLIP_MAX_NEW_TOKENS`` 4096,
+    ``retract_decode_steps`` 20).
     """
 
     kv_capacity_tokens: int = 400_000
     max_running: int = 64
     max_prefill_tokens: int = 16_384
+    chunked_prefill_size: int | None = 8_192
     max_context_len_tokens: int = 131_072
     page_size: int = 1
     policy: str = "lru"
+    sched_policy: str = "fcfs"
     clock: str = "isolated"
     seed: int = 0
-    cost: LinearCostModel = field(default_factory=LinearCostModel)
+    gpu_mem_gb: float | None = None
+    init_new_token_ratio: float = 0.7
+    min_new_token_ratio_factor: float = 0.14
+    new_token_ratio_decay_steps: int = 600
+    clip_max_new_tokens: int = 4096
+    retract_decode_steps: int = 20
+    cost: CostModelT = field(default_factory=_default_cost)
 
     def __post_init__(self) -> None:
         for name in (
@@ -63,12 +92,41 @@ class SimConfig:
             "max_prefill_tokens",
             "max_context_len_tokens",
             "page_size",
+            "new_token_ratio_decay_steps",
+            "clip_max_new_tokens",
+            "retract_decode_steps",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.chunked_prefill_size is not None and self.chunked_prefill_size <= 0:
+            raise ValueError(
+                f"chunked_prefill_size must be positive or None, got {self.chunked_prefill_size}"
+            )
+        if not 0 < self.init_new_token_ratio <= 1 or not 0 < self.min_new_token_ratio_factor <= 1:
+            raise ValueError("new-token ratios must be in (0, 1]")
         if self.page_size != 1:
             raise ValueError("page_size > 1 needs the paged allocator (not in this version)")
         if self.policy not in POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
-        if self.clock != "isolated":
-            raise ValueError(f"unknown clock mode {self.clock!r}; known: isolated")
+        if self.sched_policy not in SCHED_POLICIES:
+            raise ValueError(
+                f"unknown sched policy {self.sched_policy!r}; known: {', '.join(SCHED_POLICIES)}"
+            )
+        if self.clock not in CLOCKS:
+            raise ValueError(f"unknown clock mode {self.clock!r}; known: {', '.join(CLOCKS)}")
+        if self.gpu_mem_gb is not None:
+            if not isinstance(self.cost, RooflineCostModel):
+                raise ValueError("gpu_mem_gb needs a roofline cost model (KV bytes per token)")
+            object.__setattr__(
+                self, "kv_capacity_tokens", self.cost.kv_capacity_tokens(self.gpu_mem_gb)
+            )
+
+    @property
+    def min_new_token_ratio(self) -> float:
+        return self.init_new_token_ratio * self.min_new_token_ratio_factor
+
+    @property
+    def new_token_ratio_decay(self) -> float:
+        return (self.init_new_token_ratio - self.min_new_token_ratio) / (
+            self.new_token_ratio_decay_steps
+        )

@@ -5,7 +5,9 @@ docs/CONTRACTS.md). ``instrument(cache, recorder, clock)`` wraps a ``RadixCache`
 public operations in place, so calls the cache makes to itself (``cache_finished_req`` ->
 ``insert`` / ``dec_lock_ref``) are timed too. The recorded time is wall time of the call alone;
 tree statistics are read before the timer starts. In the isolated clock mode nothing measured
-is added to simulated time.
+is added to simulated time; in the coupled mode the scheduler takes ``take_charge_ns()`` (the
+top-level calls only: ``insert`` inside ``cache_finished_req`` is not counted twice) and adds it
+to the step's duration.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ class OpRecorder:
 
     def __init__(self) -> None:
         self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+        self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
+        self.charge_ns = 0  # top-level timed ns since the scheduler last took them
+
+    def take_charge_ns(self) -> int:
+        """Measured ns of top-level operations since the last call (and reset): what the
+        ``coupled`` clock adds to the step's simulated time."""
+        ns, self.charge_ns = self.charge_ns, 0
+        return ns
 
     def add(
         self,
@@ -47,6 +57,8 @@ class OpRecorder:
         evictable_leaves: int,
         sim_time_s: float,
     ) -> None:
+        if self.depth == 0:
+            self.charge_ns += ns
         r = self.rows
         r["op"].append(op)
         r["ns"].append(ns)
@@ -81,25 +93,31 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
 
     def match_prefix(key: Any) -> Any:
         n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        rec.depth += 1
         t0 = perf_counter_ns()
         res = cls.match_prefix(cache, key)
         ns = perf_counter_ns() - t0
+        rec.depth -= 1
         rec.add("match_prefix", ns, len(key), res.prefix_len, n, t, lv, clock())
         return res
 
     def insert(key: Any, value: Any = None, priority: int = 0) -> int:
         n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        rec.depth += 1
         t0 = perf_counter_ns()
         res = cls.insert(cache, key, value, priority)
         ns = perf_counter_ns() - t0
+        rec.depth -= 1
         rec.add("insert", ns, len(key), res, n, t, lv, clock())
         return res
 
     def evict(num_tokens: int) -> Any:
         n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        rec.depth += 1
         t0 = perf_counter_ns()
         res = cls.evict(cache, num_tokens)
         ns = perf_counter_ns() - t0
+        rec.depth -= 1
         rec.add("evict", ns, num_tokens, res.num_evicted, n, t, lv, clock())
         return res
 
@@ -108,9 +126,11 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
 
         def op(node: Any) -> int:
             n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+            rec.depth += 1
             t0 = perf_counter_ns()
             res = method(cache, node)
             ns = perf_counter_ns() - t0
+            rec.depth -= 1
             rec.add(name, ns, 0, res, n, t, lv, clock())
             return int(res)
 
@@ -118,9 +138,11 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
 
     def cache_finished_req(req: Any) -> int:
         n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+        rec.depth += 1
         t0 = perf_counter_ns()
         res = cls.cache_finished_req(cache, req)
         ns = perf_counter_ns() - t0
+        rec.depth -= 1
         rec.add("cache_finished_req", ns, req.seq_len, res, n, t, lv, clock())
         return res
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import simpy
 import torch
@@ -14,6 +17,7 @@ from radixbench.cache.radix_cache import CacheConfig, RadixCache
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder, instrument
+from radixbench.sim.metrics import serving_metrics
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
 from radixbench.workloads.tokens import block_tokens
@@ -22,13 +26,19 @@ from radixbench.workloads.trace import TraceRequest
 
 @dataclass(frozen=True, slots=True)
 class VariantResult:
-    """``requests``/``ops``: the per-request and per-op tables (docs/CONTRACTS.md);
-    ``sim_end_s``: simulated time of the last event; ``events``: simpy events processed."""
+    """``requests``/``ops``/``timeseries``: the per-request, per-op and per-step tables;
+    ``metrics``: the serving metrics (one ``metrics`` row, docs/CONTRACTS.md); ``sim_end_s``:
+    simulated time of the last event; ``events``: simpy events processed; ``wall_s``: wall
+    time spent stepping this simulation (s)."""
 
     variant: str
     requests: pd.DataFrame
     ops: pd.DataFrame
     sim_end_s: float
+    timeseries: pd.DataFrame
+    metrics: dict[str, Any]
+    events: int
+    wall_s: float
 
 
 def resolve_device(name: str) -> torch.device:
@@ -56,6 +66,8 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
             "first_token_s": [r.first_token_s for r in reqs],
             "finish_s": [r.finish_s for r in reqs],
             "status": [r.status for r in reqs],
+            "retractions": [r.retractions for r in reqs],
+            "itl_max_s": [max(np.diff(r.token_s), default=np.nan) for r in reqs],
         }
     )
     df = df.astype(
@@ -67,10 +79,14 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
             "arrival_s": "float64",
             "first_token_s": "float64",
             "finish_s": "float64",
+            "retractions": "int64",
+            "itl_max_s": "float64",
         }
     )
     df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
+    n_dec = (df["output_len"] - 1).where(df["output_len"] > 1)
+    df["tpot_s"] = (df["finish_s"] - df["first_token_s"]) / n_dec
     df.insert(0, "variant", variant)
     return df.sort_values("rid", kind="stable").reset_index(drop=True)
 
@@ -109,7 +125,10 @@ class VariantSim:
             if on_request_done is not None:
                 on_request_done()
 
-        sched = Scheduler(
+        self.cfg = cfg
+        self.events = 0
+        self.wall_ns = 0
+        self.sched = sched = Scheduler(
             env,
             cfg,
             self.cache,
@@ -135,16 +154,35 @@ class VariantSim:
     def step(self, max_events: int) -> bool:
         """Process up to ``max_events`` simpy events; ``False`` once nothing is left."""
         env = self.env
-        for _ in range(max_events):
-            if env.peek() == simpy.core.Infinity:
-                return False
-            env.step()
-        return env.peek() != simpy.core.Infinity
+        t0 = perf_counter_ns()
+        n = 0
+        try:
+            for n in range(1, max_events + 1):
+                if env.peek() == simpy.core.Infinity:
+                    n -= 1
+                    return False
+                env.step()
+            return env.peek() != simpy.core.Infinity
+        finally:
+            self.events += n
+            self.wall_ns += perf_counter_ns() - t0
 
     def result(self) -> VariantResult:
-        reqs = _request_frame(self.variant.name, self.done)
+        name = self.variant.name
+        steps = self.sched.steps.frame(name)
+        metrics = serving_metrics(self.done, steps, self.cfg.clock)
+        metrics["events"] = self.events
+        metrics["wall_s"] = self.wall_ns * 1e-9
+        metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
         return VariantResult(
-            self.variant.name, reqs, self.rec.frame(self.variant.name), float(self.env.now)
+            name,
+            _request_frame(name, self.done),
+            self.rec.frame(name),
+            float(self.env.now),
+            steps,
+            {"variant": name, **metrics},
+            self.events,
+            self.wall_ns * 1e-9,
         )
 
 

@@ -1,13 +1,17 @@
-"""Continuous-batching scheduler as one simpy process (SGLang ``Scheduler`` event loop, reduced).
+"""Continuous-batching scheduler as one simpy process (SGLang ``Scheduler`` event loop).
 
-Each iteration either runs a prefill step (waiting requests admitted FCFS under a token budget
-and a cap on running requests) or, when nothing can be admitted, one decode step of every
-running request; the step's simulated duration comes from the cost model. Finished requests go
-into the cache through ``cache_finished_req``, which unlocks their prefix.
+Each iteration (SGLang ``get_next_batch_to_run``, non-overlap mode) either runs a prefill
+(extend) step — the chunked request first, then waiting requests in the ``sched_policy`` order
+admitted by ``PrefillAdder`` — or, when nothing is admitted, one decode step of every running
+request. Before a decode step ``update_running_batch`` checks that one KV slot per request is
+free (evicting if not) and otherwise *retracts* requests (``retract_decode``): fewest decoded
+tokens first, longest input on ties; their uncached KV is freed, their prefix unlocked, and they
+go back to the end of the waiting queue to be re-prefilled with input + output so far.
+``new_token_ratio`` then jumps to the observed ratio and otherwise decays each decode step.
 
-Admission reserves each request's whole output (``output_len - 1`` decode slots), counting as
-free only ``available + evictable`` tokens *after* locking the request's own prefix; so decode
-never runs out of KV slots and no retraction is needed (retraction comes later).
+Step time = cost model forward time (includes ``step_overhead_s``) + in the ``coupled`` clock
+mode the measured CPU time of the step's top-level cache operations and batch builds (work done
+after a step, e.g. ``cache_finished_req``, is charged to the next step).
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ import simpy
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.key import RadixKey
 from radixbench.cache.radix_cache import RadixCache
+from radixbench.sim.adder import CONTINUE, NO_TOKEN, PrefillAdder
 from radixbench.sim.batch import BatchBuilder
+from radixbench.sim.chunked import cache_unfinished_req
 from radixbench.sim.config import SimConfig
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.request import Req
+from radixbench.sim.sched_policy import SchedPolicy
+from radixbench.sim.timeseries import StepLog
 from radixbench.workloads.tokens import output_tokens
 
 
@@ -47,11 +54,16 @@ class Scheduler:
         self.env, self.cfg, self.cache = env, cfg, cache
         self.allocator, self.pool, self.builder, self.rec = allocator, pool, builder, rec
         self.on_finish = on_finish
+        self.policy = SchedPolicy(cfg.sched_policy, cache, cfg.seed)
+        self.steps = StepLog()
         self.waiting: deque[Req] = deque()
         self.running: list[Req] = []
-        self.reserved_decode = 0  # decode slots promised to running requests
+        self.chunked_req: Req | None = None
+        self.new_token_ratio = cfg.init_new_token_ratio
+        self.retractions = 0
+        self.coupled = cfg.clock == "coupled"
         self.arrivals_done = False
-        self.admission_dirty = True  # something changed since the last failed admission
+        self.admission_dirty = True  # SGLang's ``not batch_is_full``
         self._wake: simpy.Event | None = None
 
     # ------------------------------------------------------------------ events
@@ -69,31 +81,55 @@ class Scheduler:
             self._wake.succeed()
 
     # ------------------------------------------------------------------ helpers
-    def _stats(self) -> tuple[int, int, int]:
-        c = self.cache
-        return c.num_nodes, c.total_size(), c.num_evictable_leaves
+    def _evict_if_needed(self, num_tokens: int) -> None:
+        """SGLang ``evict_from_tree_cache``: when short, ask the tree for ``num_tokens``."""
+        if self.allocator.available_size() < num_tokens:
+            self.cache.evict(num_tokens)
 
     def _alloc(self, need: int) -> torch.Tensor:
-        """KV slots for ``need`` tokens, evicting first when the pool is short."""
-        short = need - self.allocator.available_size()
-        if short > 0:
-            self.cache.evict(short)
-        n, t, lv = self._stats()
+        """KV slots for ``need`` tokens (SGLang ``alloc_token_slots``)."""
+        self._evict_if_needed(need)
+        c = self.cache
+        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
         out = self.allocator.alloc(need)
         self.rec.add("alloc", perf_counter_ns() - t0, need, need, n, t, lv, self.env.now)
-        if out is None:  # the admission reservation makes this unreachable
-            raise RuntimeError(f"out of KV slots: need {need}, reservation violated")
+        if out is None:  # admission / check_decode_mem make this unreachable
+            raise RuntimeError(f"out of KV slots: need {need}, admission invariant violated")
         return out
 
     def _timed_build(
         self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor
     ) -> None:
-        n, t, lv = self._stats()
+        c = self.cache
+        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
         fn(reqs, loc)
         self.rec.add(
             op, perf_counter_ns() - t0, int(loc.numel()), len(reqs), n, t, lv, self.env.now
+        )
+
+    def _step_time(self, forward_s: float) -> tuple[float, float]:
+        """(simulated step duration, measured CPU s of the step) for the clock mode."""
+        cpu_s = self.rec.take_charge_ns() * 1e-9
+        return (forward_s + cpu_s if self.coupled else forward_s), cpu_s
+
+    def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float) -> None:
+        c, cap = self.cache, self.cfg.kv_capacity_tokens
+        self.steps.add(
+            sim_time_s=float(self.env.now),
+            step=step,
+            batch_size=bs,
+            new_tokens=new,
+            step_s=step_s,
+            measured_cpu_s=cpu_s,
+            queue_len=len(self.waiting),
+            running=len(self.running),
+            kv_used_tokens=cap - self.allocator.available_size(),
+            kv_capacity_tokens=cap,
+            evictable_tokens=c.evictable_size(),
+            protected_tokens=c.protected_size(),
+            retractions=self.retractions,
         )
 
     def _reject(self, req: Req) -> None:
@@ -101,41 +137,55 @@ class Scheduler:
         self.on_finish(req)
 
     # ------------------------------------------------------------------ admission
-    def _admit(self) -> list[Req]:
-        """Take waiting requests FCFS into a prefill batch; returns it (maybe empty)."""
-        cfg, cache = self.cfg, self.cache
-        batch: list[Req] = []
-        budget = cfg.max_prefill_tokens
-        batch_extend = 0  # KV slots the batch so far will allocate
-        while self.waiting and len(self.running) + len(batch) < cfg.max_running:
-            req = self.waiting[0]
-            total = req.input_len + req.output_len
-            if total > cfg.max_context_len_tokens or total > cfg.kv_capacity_tokens:
-                self.waiting.popleft()
+    def _get_new_batch_prefill(self) -> list[Req]:
+        """SGLang ``get_new_batch_prefill``: the extend batch (maybe empty)."""
+        cfg = self.cfg
+        if self.chunked_req is None and (not self.waiting or not self.admission_dirty):
+            return []
+        adder = PrefillAdder(cfg, self.cache, self.running, self.new_token_ratio)
+        if self.chunked_req is not None:
+            self.chunked_req = adder.add_chunked_req(self.chunked_req)
+            if not adder.has_budget():
+                # Deviation from SGLang, for speed: it still matches the queue head here only
+                # to be refused for want of budget; the sole effect would be an LRU touch.
+                return adder.can_run
+        cap = min(cfg.kv_capacity_tokens, cfg.max_context_len_tokens)
+        fcfs = self.policy.name == "fcfs"
+        # FCFS takes from the head of the deque in place; other orders work on a copy.
+        queue: Any = self.waiting if fcfs else self.policy.order(list(self.waiting))
+        admitted: list[Req] = []
+        for req in queue:
+            if len(self.running) + len(adder.can_run) >= cfg.max_running:
+                self.admission_dirty = False
+                break
+            if req.retractions == 0 and req.input_len + req.output_len >= cap:
+                admitted.append(req)
                 self._reject(req)
                 continue
-            # As SGLang, at least one input token is always computed (it yields the logits).
-            match = cache.match_prefix(RadixKey(req.input_ids[: req.input_len - 1]))
-            extend = req.input_len - match.prefix_len
-            if batch and extend > budget:
+            res = adder.add_one_req(req)
+            if res != CONTINUE:
+                if res == NO_TOKEN:
+                    self.admission_dirty = False
+                if adder.can_run and adder.can_run[-1] is req:
+                    admitted.append(req)
                 break
-            cache.inc_lock_ref(match.last_node)
-            need = extend + (req.output_len - 1) + self.reserved_decode + batch_extend
-            if self.allocator.available_size() + cache.evictable_size() < need:
-                cache.dec_lock_ref(match.last_node)
-                break
-            row = self.pool.alloc()
-            assert row is not None  # rows == max_running
-            self.waiting.popleft()
-            req.req_pool_idx = row
-            req.prefix_indices = match.device_indices
-            req.last_node = match.last_node
-            req.prefix_hit_tokens = match.prefix_len
-            req.status = "running"
-            self.reserved_decode += req.output_len - 1
-            budget -= extend
-            batch_extend += extend
-            batch.append(req)
+            admitted.append(req)
+        if admitted:
+            if fcfs:  # the admitted (and rejected) requests are the head of the queue
+                for _ in admitted:
+                    self.waiting.popleft()
+            else:
+                taken = {id(r) for r in admitted}
+                self.waiting = deque(r for r in self.waiting if id(r) not in taken)
+        if adder.new_chunked is not None:
+            self.chunked_req = adder.new_chunked
+        batch = adder.can_run
+        for r in batch:
+            if r.req_pool_idx < 0:
+                row = self.pool.alloc()
+                assert row is not None  # rows == max_running
+                r.req_pool_idx = row
+            r.status = "running"
         if not batch:
             self.admission_dirty = False
         return batch
@@ -145,51 +195,115 @@ class Scheduler:
         req.finish_s = self.env.now
         req.status = "finished"
         self.cache.cache_finished_req(req)
+        req.release_tokens()
         self.admission_dirty = True
         self.on_finish(req)
 
     def _prefill(self, batch: list[Req]) -> Generator[simpy.Event, Any, None]:
-        extend = sum(r.input_len - r.prefix_hit_tokens for r in batch)
-        loc = self._alloc(extend)
+        prefix = [r.prefix_indices.numel() for r in batch]
+        extend = [len(r.fill_ids) - p for r, p in zip(batch, prefix)]
+        loc = self._alloc(sum(extend))
         self._timed_build("build_extend", self.builder.build_extend, batch, loc)
-        cached = sum(r.prefix_hit_tokens for r in batch)
-        yield self.env.timeout(self.cfg.cost.prefill_time(extend, cached))
+        step_s, cpu_s = self._step_time(self.cfg.cost.prefill_time(extend, prefix))
+        self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
+        yield self.env.timeout(step_s)
+        now = self.env.now
         for r in batch:
-            r.seq_len = r.input_len
-            r.output_plan = output_tokens(r.rid, r.output_len)
-            r.output_ids = r.output_plan[:1]
-            r.first_token_s = self.env.now
-            if r.output_len == 1:
+            r.seq_len = len(r.fill_ids)
+            if r is self.chunked_req:  # more chunks to come: cache what is computed so far
+                cache_unfinished_req(self.cache, r)
+                continue
+            if not r.output_plan:
+                r.output_plan = output_tokens(r.rid, r.output_len)
+                r.first_token_s = now
+            r.output_ids.append(r.output_plan[len(r.output_ids)])
+            r.token_s.append(now)
+            r.fill_ids = r.input_ids
+            if len(r.output_ids) >= r.output_len:
                 self._finish(r)
             else:
                 self.running.append(r)
 
+    def _check_decode_mem(self, n: int) -> bool:
+        self._evict_if_needed(n)
+        return self.allocator.available_size() >= n
+
+    def _retract_decode(self) -> None:
+        """SGLang ``ScheduleBatch.retract_decode``: retract until the rest can decode."""
+        running = self.running
+        order = sorted(
+            range(len(running)),
+            key=lambda i: (len(running[i].output_ids), -running[i].input_len),
+            reverse=True,
+        )
+        retracted: list[Req] = []
+        first = True
+        while first or not self._check_decode_mem(len(order)):
+            if len(order) == 1:
+                raise RuntimeError("decode out of KV slots with one request left")
+            first = False
+            req = running[order.pop()]
+            retracted.append(req)
+            row = self.pool.req_to_token[req.req_pool_idx]
+            self.allocator.free(row[req.prefix_indices.numel() : req.seq_len].to(torch.int64))
+            self.pool.free(req.req_pool_idx)
+            assert req.last_node is not None
+            self.cache.dec_lock_ref(req.last_node)
+            self._evict_if_needed(len(order) * self.cfg.retract_decode_steps)
+            req.req_pool_idx = -1
+            req.prefix_indices = torch.empty(0, dtype=torch.int64)
+            req.last_node = None
+            req.seq_len = 0
+            req.retractions += 1
+            req.status = "waiting"
+        self.running = [running[i] for i in order]
+        decoded = sum(len(r.output_ids) for r in self.running)
+        max_new = sum(r.output_len for r in self.running)
+        steps = self.cfg.retract_decode_steps
+        self.new_token_ratio = min(1.0, (decoded + steps * len(self.running)) / max_new)
+        self.retractions += len(retracted)
+        self.waiting.extend(retracted)  # SGLang _extend_requests_to_queue: at the end
+        self.admission_dirty = True
+
     def _decode(self) -> Generator[simpy.Event, Any, None]:
+        if not self._check_decode_mem(len(self.running)):
+            self._retract_decode()
+        else:
+            cfg = self.cfg
+            self.new_token_ratio = max(
+                self.new_token_ratio - cfg.new_token_ratio_decay, cfg.min_new_token_ratio
+            )
         running = self.running
         loc = self._alloc(len(running))
-        self.reserved_decode -= len(running)
         self._timed_build("build_decode", self.builder.build_decode, running, loc)
         context = sum(r.seq_len for r in running) + len(running)
-        yield self.env.timeout(self.cfg.cost.decode_time(len(running), context))
+        step_s, cpu_s = self._step_time(self.cfg.cost.decode_time(len(running), context))
+        self._log("decode", len(running), len(running), step_s, cpu_s)
+        yield self.env.timeout(step_s)
+        now = self.env.now
         still: list[Req] = []
+        keep = still.append
         for r in running:
             r.seq_len += 1
-            r.output_ids.append(r.output_plan[len(r.output_ids)])
-            if len(r.output_ids) >= r.output_len:
+            out = r.output_ids
+            n = len(out)
+            out.append(r.output_plan[n])
+            r.token_s.append(now)
+            if n + 1 >= r.output_len:
                 self._finish(r)
             else:
-                still.append(r)
+                keep(r)
         self.running = still
 
     def loop(self) -> Generator[simpy.Event, Any, None]:
         """The simpy process: runs until arrivals are closed and every request is done."""
         while True:
-            batch = self._admit() if (self.waiting and self.admission_dirty) else []
+            batch = self._get_new_batch_prefill()
             if batch:
                 yield from self._prefill(batch)
             elif self.running:
                 yield from self._decode()
-            elif self.arrivals_done and not self.waiting:
+            elif self.arrivals_done and not self.waiting and self.chunked_req is None:
                 return
             else:
                 self._wake = self.env.event()

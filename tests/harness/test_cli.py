@@ -21,6 +21,12 @@ BAD_ARGS = [
     (["compare", "--requests", "5", "--window", "10"], "not allowed"),
     (["compare", "--trace", "/no/such/trace.jsonl"], "no such file"),
     (["compare", "--unknown-flag"], "unrecognized"),
+    (["compare", "--clock", "wall"], "--clock"),
+    (["compare", "--sched-policy", "sjf"], "--sched-policy"),
+    (["compare", "--cost-model", "gpt-9"], "unknown cost model"),
+    (["compare", "--chunked-prefill-size", "0"], "--chunked-prefill-size"),
+    (["compare", "--gpu-mem-gb", "5"], "do not fit"),
+    (["compare", "--gpu-mem-gb", "40", "--cost-model", "linear"], "roofline"),
     (["frobnicate"], "invalid choice"),
     ([], "required"),
 ]
@@ -104,6 +110,14 @@ def test_compare_end_to_end_on_trace(tmp_path: Path, capsys) -> None:
     assert len(req) == 4 * 150
     ops = pd.read_parquet(run / "ops.parquet")
     assert (ops["op"] == "evict").any()
+    metrics = pd.read_parquet(run / "metrics.parquet")
+    assert len(metrics) == 4 and set(metrics["clock"]) == {"isolated"}
+    assert (metrics["completed"] + metrics["failed"] == 150).all() and (
+        metrics["request_throughput"] > 0
+    ).all()
+    ts = pd.read_parquet(run / "timeseries.parquet")
+    assert set(ts["step"]) == {"prefill", "decode"} and (ts["queue_len"] >= 0).all()
+    assert "serving metrics (simulated; clock isolated)" in stdout
     assert "equivalence: OK" in stdout
     assert "OK" in (run / "report.md").read_text() or "identical" in (run / "report.md").read_text()
     # A second run never clobbers the first.

@@ -29,6 +29,7 @@ kv_capacity_tokens = 5000
 [scheduler]
 max_running = 4
 [cost]
+model = "linear"
 decode_base_s = 0.001
 [variants]
 evictors = ["heapify"]
@@ -134,7 +135,18 @@ BAD = [
     (edit("max_running = 4", "max_running = -4"), "scheduler.max_running", "positive"),
     (edit("decode_base_s = 0.001", "decode_base_s = -1.0"), "cost.decode_base_s", ">= 0"),
     (edit("decode_base_s = 0.001", "decode_base = 1.0"), "cost.decode_base", "unknown key"),
-    ("cost = 3\n" + edit("[cost]\ndecode_base_s = 0.001", ""), "cost", "must be a table"),
+    (
+        "cost = 3\n" + edit('[cost]\nmodel = "linear"\ndecode_base_s = 0.001', ""),
+        "cost",
+        "must be a table",
+    ),
+    (edit('model = "linear"', 'model = "no-such-model"'), "cost.model", "no-such-model"),
+    (edit('model = "linear"', "model = 3"), "cost.model", "model name"),
+    (
+        edit('model = "linear"', 'model = "llama-3.1-8b-h100"'),
+        "cost.decode_base_s",
+        "unknown key",
+    ),
     ("cache = 1\n" + edit("[cache]\nkv_capacity_tokens = 5000", ""), "cache", "must be a table"),
     (edit("max_running = 4", "cost = 4"), "scheduler.cost", "top-level cost"),
     (edit('evictors = ["heapify"]', 'evictors = ["fifo"]'), "variants.evictors", "unknown evictor"),
@@ -187,3 +199,16 @@ def test_missing_file_unreadable_and_unknown_name(tmp_path: Path) -> None:
     bad.write_bytes(b'description = "\xff"\n')
     with pytest.raises(ScenarioError, match="UTF-8"):
         load_scenario(bad)
+
+
+def test_cost_model_preset_with_field_override(tmp_path: Path) -> None:
+    from radixbench.sim.cost import RooflineCostModel, load_cost_model
+
+    text = edit(
+        'model = "linear"\ndecode_base_s = 0.001', 'model = "llama-3.1-70b-a100"\ncompute_eff = 0.3'
+    )
+    cost = load_scenario(write(tmp_path, text)).sim.cost
+    preset = load_cost_model("llama-3.1-70b-a100")
+    assert isinstance(cost, RooflineCostModel)
+    assert cost.name == preset.name and cost.layers == preset.layers
+    assert cost.compute_eff == 0.3 != preset.compute_eff

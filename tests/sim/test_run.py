@@ -12,10 +12,10 @@ from radixbench.workloads import load_mooncake
 CPU = torch.device("cpu")
 
 
-def test_all_requests_finish_and_times_are_ordered(trace200, small_cfg) -> None:
-    res = run_variant(trace200, small_cfg, Variant(), CPU)
+def test_all_requests_finish_and_times_are_ordered(trace100, small_cfg) -> None:
+    res = run_variant(trace100, small_cfg, Variant(), CPU)
     df = res.requests
-    assert len(df) == len(trace200)
+    assert len(df) == len(trace100)
     assert (df["status"] == "finished").all()
     assert (df["ttft_s"] > 0).all()
     assert (df["e2e_s"] >= df["ttft_s"]).all()
@@ -38,19 +38,19 @@ def test_all_requests_finish_and_times_are_ordered(trace200, small_cfg) -> None:
     assert (ops.loc[ops.op == "insert", "key_len"] > 0).all()
 
 
-def test_variants_see_identical_schedule(trace200, small_cfg) -> None:
+def test_variants_see_identical_schedule(trace100, small_cfg) -> None:
     frames = []
     for e in EVICTORS:
         for m in MATCHERS:
-            r = run_variant(trace200, small_cfg, Variant(e, m, "numpy"), CPU)
+            r = run_variant(trace100, small_cfg, Variant(e, m, "numpy"), CPU)
             frames.append(r.requests.drop(columns="variant"))
     for f in frames[1:]:
         pd.testing.assert_frame_equal(frames[0], f)
 
 
-def test_same_config_is_deterministic(trace200, small_cfg) -> None:
-    a = run_variant(trace200, small_cfg, Variant("persistent-heap", "galloping"), CPU)
-    b = run_variant(trace200, small_cfg, Variant("persistent-heap", "galloping"), CPU)
+def test_same_config_is_deterministic(trace100, small_cfg) -> None:
+    a = run_variant(trace100, small_cfg, Variant("persistent-heap", "galloping"), CPU)
+    b = run_variant(trace100, small_cfg, Variant("persistent-heap", "galloping"), CPU)
     pd.testing.assert_frame_equal(a.requests, b.requests)
     cols = ["op", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"]
     pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])
@@ -84,13 +84,13 @@ def test_sim_config_validation(kwargs) -> None:
         SimConfig(**kwargs)
 
 
-def test_interleaved_equals_sequential(trace200, small_cfg) -> None:
+def test_interleaved_equals_sequential(trace100, small_cfg) -> None:
     from radixbench.sim import VariantSim, run_interleaved
 
     variants = [Variant("heapify", "linear"), Variant("persistent-heap", "galloping", "sum")]
-    seq = [run_variant(trace200, small_cfg, v, CPU) for v in variants]
+    seq = [run_variant(trace100, small_cfg, v, CPU) for v in variants]
     inter = run_interleaved(
-        [VariantSim(trace200, small_cfg, v, CPU) for v in variants], slice_events=7
+        [VariantSim(trace100, small_cfg, v, CPU) for v in variants], slice_events=7
     )
     cols = ["op", "key_len", "result", "tree_nodes", "evictable_leaves", "sim_time_s"]
     for a, b in zip(seq, inter):

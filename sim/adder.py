@@ -1,0 +1,105 @@
+"""Prefill admission: which waiting requests join the next extend batch.
+
+Mirrors SGLang ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py @ a7ec6b97):
+
+- ``rem_total_tokens = available + evictable - offset``, where ``offset`` starts at the decode
+  reservation of the running requests, ``sum(min(remaining_new, clip) * new_token_ratio)``, and
+  grows by every admitted request's ``extend + min(max_new_tokens, clip)``. ``evictable`` is the
+  tree's unlocked tokens: since locks cover whole root paths, every unlocked node can be freed
+  by cascading leaf evictions, so this is space that can really be freed — and the request's own
+  matched prefix is locked *before* the count, so it is never counted as free.
+- ``rem_input_tokens`` (``max_prefill_tokens``) caps the batch's new tokens (the first request
+  is always let through); ``rem_chunk_tokens`` (``chunked_prefill_size``) truncates the request
+  that does not fit into a chunk, which becomes the ``chunked_req`` continued first next step.
+"""
+
+from __future__ import annotations
+
+from radixbench.cache.key import RadixKey
+from radixbench.cache.radix_cache import RadixCache
+from radixbench.sim.config import SimConfig
+from radixbench.sim.request import Req
+
+NO_TOKEN, OTHER, CONTINUE = "no_token", "other", "continue"
+
+
+class PrefillAdder:
+    """One admission round. ``running``: the decode batch; ``ratio``: ``new_token_ratio``."""
+
+    def __init__(self, cfg: SimConfig, cache: RadixCache, running: list[Req], ratio: float) -> None:
+        self.cfg, self.cache = cfg, cache
+        clip = cfg.clip_max_new_tokens
+        self.offset = sum(min(r.output_len - len(r.output_ids), clip) * ratio for r in running)
+        self.rem_input = cfg.max_prefill_tokens
+        self.rem_chunk = cfg.chunked_prefill_size
+        self.can_run: list[Req] = []
+        self.new_chunked: Req | None = None
+
+    def rem_total(self) -> float:
+        c = self.cache
+        return c.allocator.available_size() + c.evictable_size() - self.offset
+
+    def _budget(self, extend: int, new_tokens: int) -> None:
+        self.offset += extend + new_tokens
+        self.rem_input -= extend
+        if self.rem_chunk is not None:
+            self.rem_chunk -= extend
+
+    def has_budget(self) -> bool:
+        """Whether another request could still join (prefill and chunk budgets left)."""
+        return self.rem_input > 0 and (self.rem_chunk is None or self.rem_chunk > 0)
+
+    def add_chunked_req(self, req: Req) -> Req | None:
+        """Continue ``req``'s chunked prefill (SGLang ``add_chunked_req``); returns it while
+        chunks remain, else None. Its prefix stays locked from the previous chunk."""
+        full = req.full_ids()
+        extend = len(full) - req.prefix_indices.numel()
+        truncated = self.rem_chunk is not None and extend > self.rem_chunk
+        if truncated:
+            assert self.rem_chunk is not None
+            extend = self.rem_chunk
+        req.fill_ids = full[: req.prefix_indices.numel() + extend] if truncated else full
+        self.can_run.append(req)
+        new = 0 if truncated else min(req.output_len, self.cfg.clip_max_new_tokens)
+        self._budget(extend, new)
+        return req if truncated else None
+
+    def add_one_req(self, req: Req) -> str:
+        """Try to admit ``req``: match its prefix, lock it, check the budgets; on success it is
+        in ``can_run`` with ``prefix_indices``/``last_node``/``fill_ids`` set and its prefix
+        locked. Returns ``CONTINUE``, ``NO_TOKEN`` (KV budget) or ``OTHER`` (token budgets)."""
+        cache = self.cache
+        full = req.full_ids()
+        # As SGLang, at least one token is always computed (it yields the logits).
+        match = cache.match_prefix(RadixKey(full[: len(full) - 1], req.extra_key))
+        prefix = match.prefix_len
+        extend = len(full) - prefix
+        total = extend + min(req.output_len, self.cfg.clip_max_new_tokens)
+        if total >= self.rem_total():
+            return NO_TOKEN
+        if extend >= self.rem_input and self.can_run:
+            return OTHER
+        cache.inc_lock_ref(match.last_node)
+        if total >= self.rem_total():  # the lock took the prefix out of `evictable`
+            cache.dec_lock_ref(match.last_node)
+            return NO_TOKEN
+        req.prefix_indices = match.device_indices
+        req.last_node = match.last_node
+        if req.prefix_hit_tokens < 0:
+            req.prefix_hit_tokens = prefix
+        if self.rem_chunk is None or extend <= self.rem_chunk:
+            req.fill_ids = full
+            self.can_run.append(req)
+            self._budget(extend, min(req.output_len, self.cfg.clip_max_new_tokens))
+        else:
+            trunc = self.rem_chunk
+            if trunc <= 0:
+                cache.dec_lock_ref(match.last_node)
+                return OTHER
+            req.fill_ids = full[: prefix + trunc]
+            self.can_run.append(req)
+            self.new_chunked = req
+            self._budget(trunc, 0)
+        if not self.has_budget():
+            return OTHER
+        return CONTINUE

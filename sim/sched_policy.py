@@ -1,0 +1,97 @@
+"""Waiting-queue orders, registered by name: ``fcfs``, ``lpm``, ``dfs-weight``, ``random``.
+
+Mirrors SGLang ``SchedulePolicy.calc_priority`` (python/sglang/srt/managers/schedule_policy.py
+@ a7ec6b97): the cache-aware policies (``lpm``, ``dfs-weight``) match every waiting request's
+prefix first (``_compute_prefix_matches``; the matches are real, timed cache operations and
+update LRU times, as in SGLang) and fall back to FCFS when more than ``fallback_queue_len``
+requests wait (SGLang: 128), because matching them all would cost more than it gains.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from radixbench.cache.key import RadixKey
+from radixbench.cache.node import TreeNode
+from radixbench.cache.radix_cache import RadixCache
+from radixbench.sim.request import Req
+
+SCHED_POLICIES = ("fcfs", "lpm", "dfs-weight", "random")
+
+
+def _matches(cache: RadixCache, queue: list[Req]) -> list[tuple[int, TreeNode]]:
+    out = []
+    for r in queue:
+        ids = r.full_ids()
+        m = cache.match_prefix(RadixKey(ids[: len(ids) - 1], r.extra_key))
+        out.append((m.prefix_len, m.last_node))
+    return out
+
+
+class SchedPolicy:
+    """Orders the waiting queue before each admission attempt. ``seed`` drives ``random``."""
+
+    def __init__(self, name: str, cache: RadixCache, seed: int, fallback_queue_len: int = 128):
+        if name not in SCHED_POLICIES:
+            raise ValueError(f"unknown sched policy {name!r}; known: {', '.join(SCHED_POLICIES)}")
+        self.name, self.cache, self.fallback = name, cache, fallback_queue_len
+        self.rng = random.Random(seed)
+        self._order: dict[str, Callable[[list[Req]], list[Req]]] = {
+            "fcfs": lambda q: q,
+            "lpm": self._lpm,
+            "dfs-weight": self._dfs_weight,
+            "random": self._random,
+        }
+
+    def order(self, queue: list[Req]) -> list[Req]:
+        """The queue in admission order (a new list or ``queue`` itself, not mutated)."""
+        if self.name in ("lpm", "dfs-weight") and len(queue) > self.fallback:
+            return queue
+        return self._order[self.name](queue)
+
+    def _random(self, queue: list[Req]) -> list[Req]:
+        q = list(queue)
+        self.rng.shuffle(q)
+        return q
+
+    def _lpm(self, queue: list[Req]) -> list[Req]:
+        """Longest prefix match first; ties keep arrival order (a stable sort, as SGLang)."""
+        m = _matches(self.cache, queue)
+        idx = sorted(range(len(queue)), key=lambda i: -m[i][0])
+        return [queue[i] for i in idx]
+
+    def _dfs_weight(self, queue: list[Req]) -> list[Req]:
+        """Walk the tree depth first, heavier subtrees (more waiting requests ending in them)
+        first, emitting each node's requests after its children (SGLang ``_get_dfs_priority``)."""
+        m = _matches(self.cache, queue)
+        at: dict[int, list[Req]] = {}
+        weight: dict[int, int] = {}
+        for r, (_, node) in zip(queue, m):
+            at.setdefault(node.id, []).append(r)
+            weight[node.id] = weight.get(node.id, 0) + 1
+        root = self.cache.root
+        # Post-order accumulation of subtree weights (iterative: trees can be deep).
+        order: list[Any] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(node.children.values())
+        for node in reversed(order):
+            if node.parent is not None:
+                weight[node.parent.id] = weight.get(node.parent.id, 0) + weight.get(node.id, 0)
+        out: list[Req] = []
+        # Explicit DFS: (node, expanded?) — children by weight descending, then the node's reqs.
+        work: list[tuple[Any, bool]] = [(root, False)]
+        while work:
+            node, expanded = work.pop()
+            if expanded:
+                out.extend(at.get(node.id, ()))
+                continue
+            work.append((node, True))
+            kids = [c for c in node.children.values() if weight.get(c.id, 0) > 0]
+            kids.sort(key=lambda c: -weight[c.id])
+            work.extend((c, False) for c in reversed(kids))
+        return out

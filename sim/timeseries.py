@@ -1,0 +1,51 @@
+"""Per-step time series of one simulated server (docs/CONTRACTS.md, stem ``timeseries``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+_INT = (
+    "batch_size",
+    "new_tokens",
+    "queue_len",
+    "running",
+    "kv_used_tokens",
+    "kv_capacity_tokens",
+    "evictable_tokens",
+    "protected_tokens",
+    "retractions",
+)
+_COLUMNS = ("sim_time_s", "step", "step_s", "measured_cpu_s", *_INT)
+
+
+class StepLog:
+    """Columnar append-only log: one row per scheduler step (prefill or decode).
+
+    ``sim_time_s``: step start (s); ``step_s``: simulated duration (s, measured CPU time
+    included in the coupled clock mode); ``measured_cpu_s``: measured CPU time of the step's
+    top-level cache operations and batch builds (s, always recorded); ``retractions``: requests
+    retracted before this step (decode only).
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+
+    def add(self, **row: Any) -> None:
+        """Append one step; every column of the contract must be given (``KeyError``)."""
+        for c in _COLUMNS:
+            self.rows[c].append(row[c])
+
+    def __len__(self) -> int:
+        return len(self.rows["step"])
+
+    def frame(self, variant: str) -> pd.DataFrame:
+        df = pd.DataFrame({c: self.rows[c] for c in _COLUMNS})
+        for c in _INT:
+            df[c] = df[c].astype("int64")
+        for c in ("sim_time_s", "step_s", "measured_cpu_s"):
+            df[c] = df[c].astype("float64")
+        df["step"] = df["step"].astype(str)
+        df.insert(0, "variant", variant)
+        return df

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from array import array
+
+import pandas as pd
+import pytest
+
+from radixbench.sim.metrics import serving_metrics
+from radixbench.sim.request import Req
+
+
+def _req(rid: int, arrival: float, tokens: list[float], hit: int = 0) -> Req:
+    r = Req(rid, arrival, array("q", range(10)), len(tokens))
+    r.token_s = array("d", tokens)
+    r.first_token_s, r.finish_s = tokens[0], tokens[-1]
+    r.prefix_hit_tokens = hit
+    r.status = "finished"
+    return r
+
+
+def test_metrics_follow_vllm_definitions() -> None:
+    reqs = [_req(0, 0.0, [1.0, 1.5, 2.5], hit=0), _req(1, 1.0, [2.0, 3.0], hit=5)]
+    steps = pd.DataFrame(
+        {
+            "step_s": [1.0, 3.0],
+            "kv_used_tokens": [10, 30],
+            "kv_capacity_tokens": [100, 100],
+            "queue_len": [4, 0],
+            "measured_cpu_s": [0.1, 0.2],
+        }
+    )
+    m = serving_metrics(reqs, steps, "isolated")
+    assert m["duration_s"] == 3.0  # last finish 3.0 - first arrival 0.0
+    assert m["request_throughput"] == pytest.approx(2 / 3)
+    assert m["output_throughput"] == pytest.approx(5 / 3)
+    assert m["mean_ttft_ms"] == pytest.approx(1000.0)  # both 1 s
+    # TPOT: (2.5-1)/2 = 0.75, (3-2)/1 = 1.0
+    assert m["mean_tpot_ms"] == pytest.approx(875.0)
+    # ITL pooled: 0.5, 1.0, 1.0
+    assert m["median_itl_ms"] == pytest.approx(1000.0)
+    assert m["mean_itl_ms"] == pytest.approx(2500 / 3)
+    assert m["mean_e2el_ms"] == pytest.approx(2250.0)
+    assert m["prefix_hit_rate"] == pytest.approx(5 / 20)
+    assert m["prefix_hit_rate_last50"] == pytest.approx(5 / 10)
+    assert m["mean_kv_util"] == pytest.approx((0.1 * 1 + 0.3 * 3) / 4)
+    assert m["max_queue_len"] == 4
+    assert m["clock"] == "isolated"
+
+
+def test_rejected_requests_only_count_as_failed() -> None:
+    ok = _req(0, 0.0, [1.0, 2.0])
+    bad = Req(1, 0.5, array("q", range(10)), 5)
+    bad.status = "rejected"
+    m = serving_metrics([ok, bad], pd.DataFrame(), "coupled")
+    assert (m["completed"], m["failed"]) == (1, 1)
+    assert m["total_output_tokens"] == 2
