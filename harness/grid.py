@@ -1,22 +1,24 @@
-"""Sweep grids: a TOML file -> the validated cells of a cartesian product.
+"""Sweep grids: a TOML file -> the validated cells of a cartesian product over a scenario.
 
-A grid file names a base comparison, the parameters to vary, the variants and the seeds::
+A grid names a base scenario (bundled name or file), overrides of its keys, the keys to vary,
+the variants and the seeds::
 
     description = "evict p99 vs KV capacity"
-    [base]                              # CompareSpec fields; [base.sim] SimConfig fields
-    max_requests = 300
-    [base.sim]
-    max_running = 32
-    [grid]                              # each key: a list of values; dotted keys reach [sim]
-    "sim.kv_capacity_tokens" = [100000, 200000, 400000]
-    time_scale = [1.0, 2.0]
-    [variants]                          # evictor x matcher x flatten x seed
+    scenario = "mooncake-conversation"     # bundled name, or a path relative to this file
+    [base]                                 # scenario keys (dotted or as nested tables)
+    arrivals.max_requests = 300
+    scheduler.max_running = 32
+    [grid]                                 # each key: a list of values; "sim.<field>" reaches
+    "sim.kv_capacity_tokens" = [150000, 300000, 600000]   # whichever of [cache]/[scheduler]
+    [variants]                             # evictor x matcher x flatten x seed
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
-    seeds = [0, 1]                      # also accepted at the top level
+    seeds = [0]                            # also accepted at the top level
 
-Each cell is one (parameter values, variant, seed) and is keyed by a content hash of its
-canonical JSON, so a re-run recognises cells it already finished.
+Every cell is validated by loading its scenario with its overrides, so an unknown key, a wrong
+type or an impossible value fails before any work starts. A cell is keyed by a content hash of
+its canonical JSON (including the scenario file's text), so a re-run recognises cells it already
+finished and a changed scenario file invalidates them.
 """
 
 from __future__ import annotations
@@ -26,24 +28,20 @@ import hashlib
 import itertools
 import json
 import tomllib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from radixbench.sim.config import SimConfig, Variant
+from radixbench.harness.scenario import (
+    DEFAULT_SCENARIO,
+    Scenario,
+    bundled_scenarios,
+    load_scenario,
+    resolve_scenario,
+)
+from radixbench.sim.config import Variant
 
-#: CompareSpec fields a grid may set (paths and output are the sweep's business).
-BASE_KEYS: dict[str, Any] = {
-    "trace": str,
-    "max_requests": int,
-    "window_s": float,
-    "start_s": float,
-    "time_scale": float,
-}
-_SIM_TYPES = typing.get_type_hints(SimConfig)
-_TOP_KEYS = {"description", "base", "grid", "variants", "seeds"}
+_TOP_KEYS = {"description", "scenario", "base", "grid", "variants", "seeds"}
 _VARIANT_KEYS = {"evictors", "matchers", "flatten", "seeds"}
 
 
@@ -53,9 +51,12 @@ class GridError(ValueError):
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of a sweep: ``params`` (dotted key -> value) applied to ``base``, one variant,
-    one seed. ``key`` is the first 16 hex digits of the sha256 of its canonical JSON."""
+    """One run of a sweep: ``scenario`` with ``base`` then ``params`` overrides (dotted scenario
+    keys), one variant, one seed. ``key``: first 16 hex digits of the sha256 of its canonical
+    JSON, which includes ``scenario_sha`` (sha256 of the scenario file's text)."""
 
+    scenario: str
+    scenario_sha: str
     base: dict[str, Any]
     params: dict[str, Any]
     variant: Variant
@@ -63,6 +64,8 @@ class Cell:
 
     def canonical(self) -> dict[str, Any]:
         return {
+            "scenario": self.scenario,
+            "scenario_sha": self.scenario_sha,
             "base": self.base,
             "params": self.params,
             "variant": dataclasses.asdict(self.variant),
@@ -74,10 +77,25 @@ class Cell:
         blob = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    def overrides(self) -> dict[str, Any]:
+        """Scenario overrides of this cell: base, then params, then variant and seed."""
+        return {
+            **self.base,
+            **self.params,
+            "variants.evictors": [self.variant.evictor],
+            "variants.matchers": [self.variant.matcher],
+            "variants.flatten": [self.variant.flatten],
+            "seed": self.seed,
+        }
+
+    def load(self) -> Scenario:
+        """The cell's scenario, validated (``ScenarioError`` on a bad key or value)."""
+        return load_scenario(self.scenario, self.overrides())
+
 
 @dataclass(frozen=True)
 class Grid:
-    """A parsed grid: its file, description, parameter names and the expanded cells."""
+    """A parsed grid: its file, description, varied keys and the expanded cells."""
 
     path: Path
     description: str
@@ -85,55 +103,27 @@ class Grid:
     cells: tuple[Cell, ...]
 
 
-def _check_type(value: Any, expected: Any, where: str) -> Any:
-    """Return ``value`` if it fits ``expected`` (int accepted for float), else raise."""
-    if expected is Any:
-        return value
-    origin = typing.get_origin(expected)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(expected) if a is not type(None)]
-        return _check_type(value, options[0], where)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(expected, type) and (
-        not isinstance(value, expected) or (expected is int and isinstance(value, bool))
-    ):
-        raise GridError(f"{where}: expected {expected.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _field_type(dotted: str, where: str) -> Any:
-    if dotted.startswith("sim."):
-        name = dotted[4:]
-        if name not in _SIM_TYPES or name == "cost":
-            raise GridError(f"{where}: unknown key {dotted!r}")
-        return _SIM_TYPES[name]
-    if dotted not in BASE_KEYS:
-        raise GridError(f"{where}: unknown key {dotted!r}")
-    return BASE_KEYS[dotted]
-
-
-def _flatten_base(base: dict[str, Any], where: str) -> dict[str, Any]:
+def _dotted(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables -> dotted keys (``{"arrivals": {"rate": 2}}`` -> ``{"arrivals.rate": 2}``)."""
     out: dict[str, Any] = {}
-    for k, v in base.items():
-        if k == "sim":
-            if not isinstance(v, dict):
-                raise GridError(f"{where}.sim: expected a table")
-            for sk, sv in v.items():
-                out[f"sim.{sk}"] = _check_type(
-                    sv, _field_type(f"sim.{sk}", f"{where}.sim"), f"{where}.sim.{sk}"
-                )
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_dotted(v, f"{key}."))
         else:
-            out[k] = _check_type(v, _field_type(k, where), f"{where}.{k}")
+            out[key] = v
     return out
 
 
-def load_grid(path: Path) -> Grid:
-    """Parse and validate ``path``; raises ``GridError`` (one line: file and key path).
+def _names(vtab: dict[str, Any], key: str, default: list[str], where: str) -> list[str]:
+    v = vtab.get(key, default)
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise GridError(f"{where}: variants.{key}: expected a non-empty list of names")
+    return v
 
-    Every cell's configuration is validated by constructing its ``SimConfig`` and ``Variant``,
-    so an impossible value fails here, before any work is submitted.
-    """
+
+def load_grid(path: Path) -> Grid:
+    """Parse and validate ``path``; raises ``GridError`` (one line: file and key path)."""
     where = str(path)
     try:
         raw = tomllib.loads(path.read_text())
@@ -144,26 +134,32 @@ def load_grid(path: Path) -> Grid:
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
         raise GridError(f"{where}: unknown key {unknown[0]!r}")
-    base = _flatten_base(raw.get("base", {}), f"{where}: base")
+    ref = raw.get("scenario", DEFAULT_SCENARIO)
+    if not isinstance(ref, str):
+        raise GridError(f"{where}: scenario: expected a bundled name or a path")
+    if ref not in bundled_scenarios() and not Path(ref).is_absolute():
+        ref = str((path.parent / ref).resolve())
+    try:
+        scenario_sha = hashlib.sha256(resolve_scenario(ref).read_bytes()).hexdigest()
+    except (ValueError, OSError) as e:
+        raise GridError(f"{where}: scenario: {str(e).splitlines()[0]}") from None
+    base = raw.get("base", {})
+    if not isinstance(base, dict):
+        raise GridError(f"{where}: base: expected a table of scenario keys")
+    base = _dotted(base)
     grid = raw.get("grid", {})
     if not isinstance(grid, dict) or not grid:
-        raise GridError(f"{where}: grid: needs at least one parameter with a list of values")
-    axes: dict[str, list[Any]] = {}
-    for k, values in grid.items():
+        raise GridError(f"{where}: grid: needs at least one key with a list of values")
+    axes = _dotted(grid)
+    for k, values in axes.items():
         if not isinstance(values, list) or not values:
             raise GridError(f"{where}: grid.{k}: expected a non-empty list")
-        t = _field_type(k, f"{where}: grid")
-        axes[k] = [_check_type(v, t, f"{where}: grid.{k}[{i}]") for i, v in enumerate(values)]
     vtab = raw.get("variants", {})
-    bad = sorted(set(vtab) - set(_VARIANT_KEYS))
+    if not isinstance(vtab, dict):
+        raise GridError(f"{where}: variants: expected a table")
+    bad = sorted(set(vtab) - _VARIANT_KEYS)
     if bad:
         raise GridError(f"{where}: variants: unknown key {bad[0]!r}")
-    names = {}
-    for k, default in (("evictors", ["heapify"]), ("matchers", ["linear"]), ("flatten", ["chain"])):
-        v = vtab.get(k, default)
-        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-            raise GridError(f"{where}: variants.{k}: expected a non-empty list of names")
-        names[k] = v
     if "seeds" in raw and "seeds" in vtab:
         raise GridError(f"{where}: seeds: given both at top level and in [variants]")
     seeds = vtab.get("seeds", raw.get("seeds", [0]))
@@ -176,32 +172,23 @@ def load_grid(path: Path) -> Grid:
     try:
         variants = [
             Variant(e, m, f)
-            for e in names["evictors"]
-            for m in names["matchers"]
-            for f in names["flatten"]
+            for e in _names(vtab, "evictors", ["heapify"], where)
+            for m in _names(vtab, "matchers", ["linear"], where)
+            for f in _names(vtab, "flatten", ["chain"], where)
         ]
+    except GridError:
+        raise
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
     cells = []
     for combo in itertools.product(*axes.values()):
-        params = dict(zip(axes, combo))
+        params = dict(zip(axes, combo, strict=True))
         for variant in variants:
             for seed in seeds:
-                cell = Cell(base, params, variant, seed)
+                cell = Cell(ref, scenario_sha, base, params, variant, seed)
                 try:
-                    sim_config(cell)
-                except (ValueError, TypeError) as e:
+                    cell.load()
+                except ValueError as e:
                     raise GridError(f"{where}: cell {params}: {e}") from None
                 cells.append(cell)
     return Grid(path, str(raw.get("description", path.stem)), tuple(axes), tuple(cells))
-
-
-def merged(cell: Cell) -> dict[str, Any]:
-    """Base values overridden by the cell's parameters (dotted keys)."""
-    return {**cell.base, **cell.params}
-
-
-def sim_config(cell: Cell) -> SimConfig:
-    """The cell's ``SimConfig`` (validated by its ``__post_init__``)."""
-    sim = {k[4:]: v for k, v in merged(cell).items() if k.startswith("sim.")}
-    return SimConfig(**{**sim, "seed": cell.seed})

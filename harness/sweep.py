@@ -22,7 +22,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from radixbench.harness.compare import CompareSpec, run_compare
-from radixbench.harness.grid import Cell, Grid, merged, sim_config
+from radixbench.harness.grid import Cell, Grid
 from radixbench.reports.sweep import plot_sweep
 from radixbench.reports.tables import read_table, write_table
 
@@ -50,20 +50,8 @@ class SweepOutcome:
 
 
 def cell_spec(cell: Cell, cells_dir: Path) -> CompareSpec:
-    """The ``CompareSpec`` of one cell (writes into ``cells_dir``)."""
-    values = merged(cell)
-    trace = values.get("trace")
-    return CompareSpec(
-        trace=Path(trace) if trace else None,
-        max_requests=values.get("max_requests", 1000 if "window_s" not in values else None),
-        window_s=values.get("window_s"),
-        start_s=values.get("start_s", 0.0),
-        time_scale=values.get("time_scale", 1.0),
-        variants=(cell.variant,),
-        sim=sim_config(cell),
-        device="cpu",
-        out=cells_dir,
-    )
+    """The ``CompareSpec`` of one cell (its scenario with the cell's overrides; CPU)."""
+    return CompareSpec(scenario=cell.load(), device="cpu", out=cells_dir)
 
 
 def run_cell(cell: Cell, cells_dir: str) -> str:

@@ -18,10 +18,10 @@ from radixbench.harness.sweep import run_cell, run_sweep
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 GRID = """
+scenario = "mooncake-conversation"
 [base]
-max_requests = 25
-[base.sim]
-max_running = 8
+arrivals.max_requests = 25
+scheduler.max_running = 8
 [grid]
 "sim.kv_capacity_tokens" = [60000, 120000, 240000]
 [variants]
