@@ -18,6 +18,7 @@ within one run. Times in ns. Three benches:
 
 from __future__ import annotations
 
+import gc
 import operator
 import random
 import statistics
@@ -72,13 +73,27 @@ class _NullFree(TokenToKVPoolAllocator):
 
 
 def _interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
-    """Median ns per call of each function, timed round-robin ``reps`` times."""
+    """Median ns per call of each function, timed round-robin ``reps`` times.
+
+    As ``timeit`` does, the cyclic garbage collector is off during each timed call and run
+    between rounds, so garbage made by one variant is never collected inside another's timing.
+    """
     times: dict[str, list[int]] = {k: [] for k in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = perf_counter_ns()
-            fn()
-            times[name].append(perf_counter_ns() - t0)
+    enabled = gc.isenabled()
+    try:
+        for _ in range(reps):
+            gc.collect()
+            for name, fn in fns.items():
+                gc.disable()
+                t0 = perf_counter_ns()
+                fn()
+                times[name].append(perf_counter_ns() - t0)
+                gc.enable()
+    finally:
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
     return {k: float(statistics.median(v)) for k, v in times.items()}
 
 

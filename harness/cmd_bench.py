@@ -86,9 +86,10 @@ def targets(df: pd.DataFrame) -> list[tuple[str, float, str, bool]]:
 
 METHOD = (
     "Method: every figure is the median of interleaved repetitions (each round times every "
-    "variant once, in turn, so background load hits them alike); ratios are taken within this "
-    "run. `match` times the matching walk of `match_prefix` (child lookup + matcher per node; no "
-    "split, no index gather) for a fully cached key, on one edge and along a 1,000-node path, "
+    "variant once, in turn, so background load hits them alike; as in `timeit`, the garbage "
+    "collector is off during each timed call and runs between rounds); ratios are taken within "
+    "this run. `match` times the matching walk of `match_prefix` (child lookup + matcher per "
+    "node; no split, no index gather) for a fully cached key, on one edge and along a 1,000-node path, "
     "against a whole-array `==` of the same tokens (two `array('q')`, CPython's typed item "
     "loop in C). `evict` times "
     "`evict(16)` on N one-token LRU leaves with a no-op `free`, so it is the evictor's data "
