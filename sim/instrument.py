@@ -91,65 +91,35 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
     """
     cls = type(cache)
 
-    def match_prefix(key: Any) -> Any:
-        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
-        rec.depth += 1
-        t0 = perf_counter_ns()
-        res = cls.match_prefix(cache, key)
-        ns = perf_counter_ns() - t0
-        rec.depth -= 1
-        rec.add("match_prefix", ns, len(key), res.prefix_len, n, t, lv, clock())
-        return res
+    def timed(
+        op: str, key_len: Callable[..., int], result: Callable[[Any], int]
+    ) -> Callable[..., Any]:
+        """``cls.<op>`` timed alone: statistics, key length and result are read outside the
+        timer; ``rec.depth`` marks nesting (coupled clock counts top-level calls only)."""
+        method = getattr(cls, op)
 
-    def insert(key: Any, value: Any = None, priority: int = 0) -> int:
-        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
-        rec.depth += 1
-        t0 = perf_counter_ns()
-        res = cls.insert(cache, key, value, priority)
-        ns = perf_counter_ns() - t0
-        rec.depth -= 1
-        rec.add("insert", ns, len(key), res, n, t, lv, clock())
-        return res
-
-    def evict(num_tokens: int) -> Any:
-        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
-        rec.depth += 1
-        t0 = perf_counter_ns()
-        res = cls.evict(cache, num_tokens)
-        ns = perf_counter_ns() - t0
-        rec.depth -= 1
-        rec.add("evict", ns, num_tokens, res.num_evicted, n, t, lv, clock())
-        return res
-
-    def lock_op(name: str) -> Callable[[Any], int]:
-        method = getattr(cls, name)
-
-        def op(node: Any) -> int:
+        def call(*args: Any) -> Any:
             n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
             rec.depth += 1
             t0 = perf_counter_ns()
-            res = method(cache, node)
+            res = method(cache, *args)
             ns = perf_counter_ns() - t0
             rec.depth -= 1
-            rec.add(name, ns, 0, res, n, t, lv, clock())
-            return int(res)
+            rec.add(op, ns, key_len(*args), result(res), n, t, lv, clock())
+            return res
 
-        return op
+        return call
 
-    def cache_finished_req(req: Any) -> int:
-        n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
-        rec.depth += 1
-        t0 = perf_counter_ns()
-        res = cls.cache_finished_req(cache, req)
-        ns = perf_counter_ns() - t0
-        rec.depth -= 1
-        rec.add("cache_finished_req", ns, req.seq_len, res, n, t, lv, clock())
-        return res
+    def first_len(key: Any, *_: Any) -> int:
+        return len(key)
 
-    cache.match_prefix = match_prefix
-    cache.insert = insert
-    cache.evict = evict
-    cache.inc_lock_ref = lock_op("inc_lock_ref")
-    cache.dec_lock_ref = lock_op("dec_lock_ref")
-    cache.cache_finished_req = cache_finished_req
+    def no_key(*_: Any) -> int:
+        return 0
+
+    cache.match_prefix = timed("match_prefix", first_len, lambda r: r.prefix_len)
+    cache.insert = timed("insert", first_len, int)
+    cache.evict = timed("evict", lambda k: k, lambda r: r.num_evicted)
+    cache.inc_lock_ref = timed("inc_lock_ref", no_key, int)
+    cache.dec_lock_ref = timed("dec_lock_ref", no_key, int)
+    cache.cache_finished_req = timed("cache_finished_req", lambda r: r.seq_len, int)
     return cache
