@@ -22,8 +22,6 @@ from radixbench.harness.equivalence import check_equivalence
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
-from radixbench.reports.summary import op_summary, variant_summary
-from radixbench.reports.tables import write_table
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.arrivals import Arrivals
@@ -127,11 +125,6 @@ def load_requests(spec: CompareSpec) -> Workload:
     return Workload(requests, skipped, label)
 
 
-def load_trace(spec: CompareSpec) -> list[TraceRequest]:
-    """The selected requests of ``spec`` (see :func:`load_requests`), arrival times scaled."""
-    return load_requests(spec).requests
-
-
 def _jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -154,8 +147,8 @@ def run_compare(
     ``progress``: show a progress bar (None = only on a terminal). ``run_name``: the run
     folder's name (default: a timestamp); ``extra_meta``: added to ``config.json`` and the
     report's meta; ``full_report=False`` writes the tables and summaries only (no plots, no
-    ``report.md``), as sweep cells do. Raises ``ValueError`` /
-    ``TraceError`` on bad input before anything is written.
+    ``report.md`` / ``report.html``: ``write_report(render=False)``), as sweep cells do.
+    Raises ``ValueError`` / ``TraceError`` on bad input before anything is written.
     """
     started = time.perf_counter()
     device = resolve_device(spec.device)
@@ -202,31 +195,20 @@ def run_compare(
     with AtomicRunDir(spec.out, run_name) as run:
         meta["wall_s"] = round(time.perf_counter() - started, 2)
         (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
-        if full_report:
-            report = write_report(
-                run.tmp, requests, ops, meta, equivalence, timeseries=timeseries, metrics=metrics
-            )
-        else:
-            report = write_tables_only(run.tmp, requests, ops)
-            write_table(timeseries, run.tmp, "timeseries")
-            write_table(metrics, run.tmp, "metrics")
+        report = write_report(
+            run.tmp,
+            requests,
+            ops,
+            meta,
+            equivalence,
+            timeseries=timeseries,
+            metrics=metrics,
+            render=full_report,
+        )
     assert run.final is not None
     return CompareOutcome(
         run.final, report, equivalence, time.perf_counter() - started, meta, metrics
     )
-
-
-def write_tables_only(run_dir: Path, requests: pd.DataFrame, ops: pd.DataFrame) -> dict[str, Any]:
-    """Write the request/op tables and their summaries (no plots, no markdown)."""
-    ops_sum, var_sum = op_summary(ops), variant_summary(requests)
-    for frame, stem in (
-        (requests, "requests"),
-        (ops, "ops"),
-        (ops_sum, "summary_ops"),
-        (var_sum, "summary_variants"),
-    ):
-        write_table(frame, run_dir, stem)
-    return {"op_summary": ops_sum, "variant_summary": var_sum}
 
 
 def parse_variants(

@@ -65,15 +65,16 @@ class ReportResult(TypedDict):
     """What :func:`write_report` wrote and computed.
 
     ``report_md`` / ``report_html``: paths of ``report.md`` and the self-contained
-    ``report.html``; ``tables``: stem -> ``(parquet, csv)`` paths for ``requests``, ``ops``,
-    ``summary_ops``, ``summary_variants``, ``speedups``, ``verdicts`` (and ``timeseries`` /
-    ``metrics`` when given); ``plots``: name -> PNG path (an SVG lies beside each);
-    ``op_summary``, ``variant_summary``, ``speedups``, ``verdicts``: the summary frames (see
-    :mod:`radixbench.reports.summary`, :mod:`radixbench.reports.verdicts`).
+    ``report.html`` (``None`` when not rendered); ``tables``: stem -> ``(parquet, csv)``
+    paths for ``requests``, ``ops``, ``summary_ops``, ``summary_variants``, ``speedups``,
+    ``verdicts`` (and ``timeseries`` / ``metrics`` when given); ``plots``: name -> PNG path
+    (an SVG lies beside each); ``op_summary``, ``variant_summary``, ``speedups``,
+    ``verdicts``: the summary frames (see :mod:`radixbench.reports.summary`,
+    :mod:`radixbench.reports.verdicts`).
     """
 
-    report_md: Path
-    report_html: Path
+    report_md: Path | None
+    report_html: Path | None
     tables: dict[str, tuple[Path, Path]]
     plots: dict[str, Path]
     op_summary: pd.DataFrame
@@ -93,6 +94,7 @@ def write_report(
     metrics: pd.DataFrame | None = None,
     *,
     n_resamples: int = 1000,
+    render: bool = True,
 ) -> ReportResult:
     """Validate, store, summarize, plot and report one run into ``run_dir``.
 
@@ -104,7 +106,9 @@ def write_report(
     ``equivalence`` are as for :func:`~radixbench.reports.markdown.write_report_md`;
     ``baseline`` names the baseline ``evictor``, ``matcher`` (and optionally ``flatten``) of the
     speed-up and verdict tables; ``n_resamples``: bootstrap resamples per verdict (seeded with
-    ``meta["seed"]``, 0 when absent).
+    ``meta["seed"]``, 0 when absent). ``render=False`` stops after the tables (validated and
+    written as above): no plots, no ``report.md``, no ``report.html`` — for sweep cells, which
+    ``radixbench plot`` can render later.
 
     Returns a :class:`ReportResult` (a dict) with the written paths and the summary frames.
     """
@@ -138,6 +142,17 @@ def write_report(
         tables["timeseries"] = write_table(timeseries, run_dir, "timeseries")
     if metrics is not None:
         tables["metrics"] = write_table(metrics, run_dir, "metrics")
+    if not render:
+        return ReportResult(
+            report_md=None,
+            report_html=None,
+            tables=tables,
+            plots={},
+            op_summary=ops_sum,
+            variant_summary=var_sum,
+            speedups=speed,
+            verdicts=verdicts,
+        )
     plot_dir = run_dir / "plots"
     ceiling = meta.get("hit_rate_ceiling")
     plots = {

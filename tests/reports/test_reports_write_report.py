@@ -161,3 +161,34 @@ def test_invalid_frame_writes_nothing(
     with pytest.raises(ValueError, match=match):
         write_report(tmp_path / "run", requests_df, ops_df, meta, equivalence_ok)
     assert not (tmp_path / "run").exists()
+
+
+def test_unrendered_report_writes_the_same_tables_only(
+    tmp_path, requests_df, ops_df, meta, equivalence_ok
+) -> None:
+    full = write_report(
+        tmp_path / "full", requests_df, ops_df, meta, equivalence_ok, n_resamples=50
+    )
+    bare = write_report(
+        tmp_path / "bare", requests_df, ops_df, meta, equivalence_ok, n_resamples=50, render=False
+    )
+    tables_only = {f for f in EXPECTED_FILES if not f.startswith("plots/") and ".md" not in f}
+    assert _files(tmp_path / "bare") == tables_only - {"report.html"}
+    assert bare["report_md"] is None and bare["report_html"] is None and bare["plots"] == {}
+    for stem in full["tables"]:
+        pd.testing.assert_frame_equal(
+            read_table(tmp_path / "bare", stem), read_table(tmp_path / "full", stem)
+        )
+
+
+def test_unrendered_report_still_validates(tmp_path, requests_df, ops_df, meta, equivalence_ok):
+    with pytest.raises(ValueError, match="ops"):
+        write_report(
+            tmp_path / "run",
+            requests_df,
+            ops_df.drop(columns=["ns"]),
+            meta,
+            equivalence_ok,
+            render=False,
+        )
+    assert not (tmp_path / "run").exists()
