@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,51 +23,38 @@ from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
-from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.ceiling import hit_ceiling
-from radixbench.workloads.sources import MooncakeTrace, load_workload
+from radixbench.workloads.sources import load_workload
 from radixbench.workloads.trace import TraceError, TraceRequest, check_bad_line_policy
 
 
 @dataclass(frozen=True)
 class CompareSpec:
-    """What to compare. With ``scenario`` set, its workload, arrivals, sim config and variants
-    are used and the fields ``trace`` … ``sim`` are ignored. Otherwise: ``trace``: Mooncake
-    JSONL path (None = the bundled conversation trace); ``max_requests`` / ``window_s`` /
-    ``start_s``: selection (s); ``time_scale``: arrival times are multiplied by it (2.0 = half
-    the request rate). ``on_bad_line``: "error" stops at a malformed trace line, "skip" leaves
-    it out and counts it (None = the scenario's setting, else "error"); ``out``: parent folder
-    of run folders."""
+    """What to compare: a validated ``scenario`` (workload, arrivals, sim config, variants,
+    seed). ``on_bad_line``: "error" stops at a malformed trace line, "skip" leaves it out and
+    counts it (None = the scenario's setting); ``device``: auto | cpu | cuda; ``out``: parent
+    folder of run folders. Raises ``ValueError`` on an invalid policy or variant list."""
 
-    trace: Path | None = None
-    max_requests: int | None = 1000
-    window_s: float | None = None
-    start_s: float = 0.0
-    time_scale: float = 1.0
-    variants: tuple[Variant, ...] = (
-        Variant("heapify", "linear"),
-        Variant("heapify", "galloping"),
-        Variant("persistent-heap", "linear"),
-        Variant("persistent-heap", "galloping"),
-    )
-    sim: SimConfig = field(default_factory=SimConfig)
+    scenario: Scenario
     device: str = "auto"
     out: Path = Path("runs")
-    scenario: Scenario | None = None
     on_bad_line: str | None = None
 
     def __post_init__(self) -> None:
         if self.on_bad_line is not None:
             check_bad_line_policy(self.on_bad_line)
-        if self.scenario is not None:
-            object.__setattr__(self, "variants", self.scenario.variants)
-            object.__setattr__(self, "sim", self.scenario.sim)
         if not self.variants:
             raise ValueError("at least one variant is needed")
         if len({v.name for v in self.variants}) != len(self.variants):
             raise ValueError("variants repeat")
-        if not self.time_scale > 0:
-            raise ValueError(f"time scale must be > 0, got {self.time_scale}")
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        return self.scenario.variants
+
+    @property
+    def sim(self) -> SimConfig:
+        return self.scenario.sim
 
 
 @dataclass(frozen=True)
@@ -99,30 +85,16 @@ def load_requests(spec: CompareSpec) -> Workload:
     """
     skipped: list[TraceError] = []
     sc = spec.scenario
-    if sc is None:
-        kind, params, base, seed = "mooncake", MooncakeTrace(str(spec.trace or "")), None, 0
-        arrivals = Arrivals(
-            max_requests=spec.max_requests,
-            window_s=spec.window_s,
-            start_s=spec.start_s,
-            time_scale=spec.time_scale,
-        )
-        on_bad = spec.on_bad_line or "error"
-        label = f"mooncake conversation trace ({spec.trace or 'bundled'})"
-    else:
-        kind, params, base, seed = sc.kind, sc.workload, sc.base_dir, sc.seed
-        arrivals, on_bad = sc.arrivals, spec.on_bad_line or sc.on_bad_line
-        label = f"{sc.name}: {sc.description}"
     requests = load_workload(
-        kind,
-        params,
-        arrivals,
-        np.random.default_rng(seed),
-        on_bad_line=on_bad,
+        sc.kind,
+        sc.workload,
+        sc.arrivals,
+        np.random.default_rng(sc.seed),
+        on_bad_line=spec.on_bad_line or sc.on_bad_line,
         skipped=skipped,
-        base_dir=base,
+        base_dir=sc.base_dir,
     )
-    return Workload(requests, skipped, label)
+    return Workload(requests, skipped, f"{sc.name}: {sc.description}")
 
 
 def _jsonable(obj: Any) -> Any:
@@ -209,10 +181,3 @@ def run_compare(
     return CompareOutcome(
         run.final, report, equivalence, time.perf_counter() - started, meta, metrics
     )
-
-
-def parse_variants(
-    evictors: Sequence[str], matchers: Sequence[str], flattens: Sequence[str]
-) -> tuple[Variant, ...]:
-    """The cartesian product evictor x matcher x flatten, validated (``ValueError``)."""
-    return tuple(Variant(e, m, f) for e in evictors for m in matchers for f in flattens)
