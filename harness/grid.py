@@ -169,15 +169,11 @@ def load_grid(path: Path) -> Grid:
         or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
     ):
         raise GridError(f"{where}: seeds: expected a non-empty list of integers")
+    evictors = _names(vtab, "evictors", ["heapify"], where)
+    matchers = _names(vtab, "matchers", ["linear"], where)
+    flattens = _names(vtab, "flatten", ["chain"], where)
     try:
-        variants = [
-            Variant(e, m, f)
-            for e in _names(vtab, "evictors", ["heapify"], where)
-            for m in _names(vtab, "matchers", ["linear"], where)
-            for f in _names(vtab, "flatten", ["chain"], where)
-        ]
-    except GridError:
-        raise
+        variants = [Variant(e, m, f) for e in evictors for m in matchers for f in flattens]
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
     cells = []
