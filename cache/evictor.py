@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from typing import ClassVar, Protocol
 
 from radixbench.cache.node import TreeNode
-from radixbench.cache.policy import EvictionPolicy, SortKey
+from radixbench.cache.policy import FIELD_BITS, EvictionPolicy, SortKey
 
 
 class EvictionHost(Protocol):
@@ -42,11 +42,12 @@ class Evictor(ABC):
         """``node.evictable`` flipped, or its sort key may have changed while evictable."""
 
     @abstractmethod
-    def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
+    def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
         """Evict leaves until ``num_tokens`` tokens are freed or nothing is evictable.
 
-        Mutates the tree through ``host.delete_leaf``. Returns the victims in eviction order.
-        A parent whose last child was evicted and that is unlocked becomes a candidate at once.
+        Mutates the tree through ``host.delete_leaf``. Returns the victims in eviction order and
+        the tokens they held. A parent whose last child was evicted and that is unlocked becomes
+        a candidate at once.
         """
 
     def members(self, host: EvictionHost) -> set[int]:
@@ -65,7 +66,7 @@ class HeapifyEvictor(Evictor):
 
     name = "heapify"
 
-    def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
+    def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
         key = self.policy.key
         heap: list[tuple[SortKey, TreeNode]] = [
             (key(n), n) for n in host.collect_evictable_leaves()
@@ -82,57 +83,83 @@ class HeapifyEvictor(Evictor):
             victims.append(node)
             if parent is not None and parent.evictable:
                 heapq.heappush(heap, (key(parent), parent))
-        return victims
+        return victims, evicted
+
+
+_LOW = FIELD_BITS
+_LOW_MASK = (1 << FIELD_BITS) - 1
 
 
 class PersistentHeapEvictor(Evictor):
     """A heap kept up to date across calls: SGLang PR #6907's idea, with its review defects fixed.
 
-    Every time a node becomes evictable, or its sort key changes while evictable, an entry
-    ``(*key, version, node)`` (flat, one indirection less per compare) is pushed and
-    ``node.heap_version`` is bumped; entries whose version
-    is not the node's current one, or whose node is no longer evictable (locked, got a child,
-    evicted), are stale and dropped when popped. So only evictable leaves are ever evicted (PR
-    #6907 popped internal nodes), sizes are the cache's exact counters (it mis-accounted
-    ``evictable_size_``), and the heap is rebuilt from live entries once stale ones outnumber them
-    (it kept stale entries forever). ``evict(k)`` costs O((k + s) log H) for s stale pops.
+    Every time a node becomes evictable, or its sort key changes while evictable,
+    ``node.heap_version`` is bumped and one int entry is pushed: the policy's packed key
+    (``EvictionPolicy.packed``, same order as the key tuple, node id in its low 64 bits) shifted
+    left 64 bits, or-ed with the version. Ints compare in one step, so a pop's ~log2(H) sift
+    levels touch one object each instead of a tuple and its fields. ``live`` maps the id of each
+    node that may have a current entry to the node. An entry is stale, and dropped when popped,
+    when its node is not in ``live`` or its version is not the node's current one (the node was
+    locked, got a child, was evicted or re-keyed since): so only evictable leaves are ever evicted
+    (PR #6907 popped internal nodes), sizes are the cache's exact counters (it mis-accounted
+    ``evictable_size_``), and the heap is rebuilt from live entries once stale ones outnumber
+    them (it kept stale entries forever). ``evict(k)`` costs O((k + s) log H) for s stale pops.
+    Eviction order: ascending policy key, ties impossible (keys end with the node id).
     """
 
     name = "persistent-heap"
 
     def __init__(self, policy: EvictionPolicy) -> None:
         super().__init__(policy)
-        self.heap: list[tuple] = []  # (*sort_key, version, node)
+        self.heap: list[int] = []  # (packed key << 64) | version
+        self.live: dict[int, TreeNode] = {}
+
+    def _push(self, node: TreeNode) -> None:
+        heapq.heappush(self.heap, (self.policy.packed(node) << _LOW) | node.heap_version)
+        self.live[node.id] = node
 
     def on_change(self, node: TreeNode) -> None:
         node.heap_version += 1
         if node.evictable:
-            heapq.heappush(self.heap, (*self.policy.key(node), node.heap_version, node))
+            self._push(node)
+        else:
+            self.live.pop(node.id, None)
+
+    def entry_node(self, entry: int) -> TreeNode | None:
+        """The node of a heap entry if the entry is current, else ``None`` (stale)."""
+        node = self.live.get((entry >> _LOW) & _LOW_MASK)
+        if node is None or node.heap_version != entry & _LOW_MASK:
+            return None
+        return node
 
     def _compact(self, live: int) -> None:
         if len(self.heap) > 2 * live + 64:
-            self.heap = [e for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version]
+            current = self.entry_node
+            self.heap = [e for e in self.heap if current(e) is not None]
             heapq.heapify(self.heap)
 
-    def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
-        heap = self.heap
+    def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
+        heap, live, pop = self.heap, self.live, heapq.heappop
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens and heap:
-            *_, version, node = heapq.heappop(heap)
-            if version != node.heap_version or not node.evictable:
+            entry = pop(heap)
+            node = live.get((entry >> _LOW) & _LOW_MASK)
+            if node is None or node.heap_version != entry & _LOW_MASK:
                 continue  # stale entry
             # delete_leaf refreshes the parent, which pushes it here if it became evictable.
             evicted += host.delete_leaf(node)
             victims.append(node)
         self._compact(host.num_evictable_leaves)
-        return victims
+        return victims, evicted
 
     def members(self, host: EvictionHost) -> set[int]:
-        return {e[-1].id for e in self.heap if e[-1].evictable and e[-2] == e[-1].heap_version}
+        current = self.entry_node
+        return {n.id for n in map(current, self.heap) if n is not None}
 
     def reset(self) -> None:
         self.heap = []
+        self.live = {}
 
 
 class LRUListEvictor(PersistentHeapEvictor):
@@ -193,10 +220,11 @@ class LRUListEvictor(PersistentHeapEvictor):
         if self._in_list(node):
             self._unlink(node)
         if not node.evictable:
+            self.live.pop(node.id, None)
             return
         tail = self.tail
-        key = self.policy.key
-        if self.use_list and (tail is None or key(node) > key(tail)):
+        packed = self.policy.packed
+        if self.use_list and (tail is None or packed(node) > packed(tail)):
             node.prev, node.next = tail, None
             if tail is None:
                 self.head = node
@@ -205,27 +233,29 @@ class LRUListEvictor(PersistentHeapEvictor):
             self.tail = node
             self.list_len += 1
         else:
-            heapq.heappush(self.heap, (*key(node), node.heap_version, node))
+            self._push(node)
 
-    def evict(self, host: EvictionHost, num_tokens: int) -> list[TreeNode]:
-        heap = self.heap
-        key = self.policy.key
+    def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
+        heap, current = self.heap, self.entry_node
+        packed = self.policy.packed
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens:
-            while heap and (heap[0][-2] != heap[0][-1].heap_version or not heap[0][-1].evictable):
+            top = None
+            while heap and (top := current(heap[0])) is None:
                 heapq.heappop(heap)  # stale side-heap entry
             head = self.head
-            if head is None and not heap:
-                break
-            if head is not None and (not heap or key(head) < heap[0][:-2]):
+            if head is not None and (top is None or packed(head) < heap[0] >> _LOW):
                 node = head  # delete_leaf -> on_change unlinks it
+            elif top is not None:
+                node = top
+                heapq.heappop(heap)
             else:
-                node = heapq.heappop(heap)[-1]
+                break
             evicted += host.delete_leaf(node)
             victims.append(node)
         self._compact(host.num_evictable_leaves - self.list_len)
-        return victims
+        return victims, evicted
 
     def members(self, host: EvictionHost) -> set[int]:
         ids = super().members(host)

@@ -15,6 +15,33 @@ from radixbench.cache.node import TreeNode
 
 SortKey = tuple[int, ...]
 
+#: Bits per field of a packed key, and the bias that makes signed fields sort as unsigned ones.
+FIELD_BITS = 64
+_BIAS = 1 << (FIELD_BITS - 1)
+_FIELD_MAX = (1 << FIELD_BITS) - 1
+
+
+def pack_key(key: SortKey) -> int:
+    """Pack a sort key into one non-negative int with the same order: ``a < b`` exactly when
+    ``pack_key(a) < pack_key(b)``, for keys of one policy (same length).
+
+    Every field but the last is biased by ``2**63`` and takes 64 bits, most significant first;
+    the last (the node id, >= 0) takes the low 64 bits, so ``packed & (2**64 - 1)`` is the id.
+    One int compares in one step where a tuple compares field by field through more objects,
+    which is what the persistent heap's sift loops spend their time on. Raises ``OverflowError``
+    for a field outside ``[-2**63, 2**63)`` (an id outside ``[0, 2**64)``).
+    """
+    out = 0
+    for f in key[:-1]:
+        f += _BIAS
+        if not 0 <= f <= _FIELD_MAX:
+            raise OverflowError(f"sort key field {f - _BIAS} does not fit in {FIELD_BITS} bits")
+        out = (out << FIELD_BITS) | f
+    last = key[-1]
+    if not 0 <= last <= _FIELD_MAX:
+        raise OverflowError(f"node id {last} does not fit in {FIELD_BITS} bits")
+    return (out << FIELD_BITS) | last
+
 
 class EvictionPolicy(ABC):
     """Maps a node to its eviction sort key (smallest first)."""
@@ -29,6 +56,11 @@ class EvictionPolicy(ABC):
     def key(self, node: TreeNode) -> SortKey:
         """Sort key of ``node``; pure, reads the node only."""
 
+    def packed(self, node: TreeNode) -> int:
+        """``pack_key(self.key(node))``: the key as one int, for heaps of ints. Hot policies
+        override it with the same arithmetic inlined."""
+        return pack_key(self.key(node))
+
 
 class LRU(EvictionPolicy):
     """Least recently used first: key ``(last_access_time, id)`` (SGLang LRUStrategy)."""
@@ -38,6 +70,10 @@ class LRU(EvictionPolicy):
 
     def key(self, node: TreeNode) -> SortKey:
         return (node.last_access_time, node.id)
+
+    def packed(self, node: TreeNode) -> int:
+        # pack_key inlined: the clock and ids are far inside their 64-bit fields.
+        return ((node.last_access_time + _BIAS) << FIELD_BITS) | node.id
 
 
 class LFU(EvictionPolicy):

@@ -265,8 +265,8 @@ class RadixCache:
         Mirrors SGLang ``evict``; the victim order is the evictor's (identical for all)."""
         if num_tokens <= 0:
             return EvictResult(0, [])
-        victims = self.evictor.evict(self, num_tokens)
-        return EvictResult(sum(len(v.key) for v in victims), [v.id for v in victims])
+        victims, evicted = self.evictor.evict(self, num_tokens)
+        return EvictResult(evicted, [v.id for v in victims])
 
     def collect_evictable_leaves(self) -> list[TreeNode]:
         """All unlocked leaves by DFS (SGLang ``_collect_leaves``); O(nodes)."""
@@ -287,12 +287,15 @@ class RadixCache:
         assert parent is not None and not node.children and node.lock_ref == 0
         self.allocator.free(node.value)
         del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.namespace)]
-        n = len(node.key)
+        n = len(node.key.token_ids)
         self.evictable_size_ -= n
         self.num_nodes -= 1
         node.parent = None
-        self._refresh(node)  # detached: no longer evictable
-        self._refresh(parent)
+        node.evictable = False  # detached (it was an evictable leaf: asserted above)
+        self.num_evictable_leaves -= 1
+        self.evictor.on_change(node)
+        if not parent.children:  # else it stays an internal node: nothing to refresh
+            self._refresh(parent)
         return n
 
     # ------------------------------------------------------------------ requests

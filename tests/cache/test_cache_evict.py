@@ -340,7 +340,7 @@ def test_lru_list_fast_path_and_side_heap(cache_builder, put) -> None:
     put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 2, 4])  # splits: [1,2] -> {[3], [4]}
     put(cache, alloc, [5, 6])
-    assert ev.list_len == 3 and not [e for e in ev.heap if e[-1].evictable]
+    assert ev.list_len == 3 and not [e for e in ev.heap if ev.entry_node(e) is not None]
     r = cache.match_prefix(RadixKey([1, 2, 3]))
     cache.inc_lock_ref(r.last_node)
     assert ev.list_len == 2
