@@ -35,7 +35,7 @@ def test_bench_cache_quick_writes_report(tmp_path: Path, capsys: pytest.CaptureF
 def test_bench_evict_rejects_disagreeing_evictors(monkeypatch: pytest.MonkeyPatch) -> None:
     from radixbench.cache.evictor import LRUListEvictor
 
-    monkeypatch.setattr(LRUListEvictor, "evict", lambda self, host, n: [])
+    monkeypatch.setattr(LRUListEvictor, "evict", lambda self, host, n: ([], 0))
     with pytest.raises(RuntimeError, match="disagree"):
         bench_evict(BenchSpec((1000,), 10, (200,), 16, 10, 1))
 
