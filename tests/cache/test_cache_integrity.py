@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from radixbench.cache import IntegrityError, RadixKey, check_integrity
+from radixbench.cache import (
+    CacheConfig,
+    IntegrityError,
+    RadixCache,
+    RadixKey,
+    check_integrity,
+    make_allocator,
+)
 
 
 @pytest.fixture
@@ -195,4 +202,50 @@ def test_detects_node_holding_out_of_range_slot(cache_builder, put) -> None:
     alloc.free(node.value[:1])
     node.value = torch.cat([torch.tensor([100]), node.value[1:]])
     with pytest.raises(IntegrityError):
+        check_integrity(cache)
+
+
+def test_detects_node_holding_negative_slot(cache_builder, put) -> None:
+    cache, alloc = cache_builder(kv_size=8)
+    put(cache, alloc, [1, 2, 3])
+    node = cache.root.children[1]
+    alloc.free(node.value[:1])
+    node.value = torch.cat([torch.tensor([-3]), node.value[1:]])
+    with pytest.raises(IntegrityError, match="outside"):
+        check_integrity(cache)
+
+
+def test_slot_messages_name_the_fault(healthy) -> None:
+    cache, alloc, upper = healthy
+    nine = cache.root.children[9]
+    spare = nine.value.clone()
+    nine.value = upper.value[:1].clone()
+    alloc.free(spare)
+    with pytest.raises(IntegrityError, match="held by two tree nodes"):
+        check_integrity(cache)
+    nine.value = spare
+    with pytest.raises(IntegrityError, match="both held by the tree and free"):
+        check_integrity(cache)
+
+
+@pytest.mark.parametrize("page", [4, 16])
+def test_paged_pool_slot_faults(page) -> None:
+    """In a paged pool all of page 0 is padding; the slot checks hold per slot."""
+    alloc = make_allocator(8 * page, page)
+    cache = RadixCache(None, alloc, CacheConfig(page_size=page))
+    slots = alloc.alloc(2 * page)
+    assert slots is not None
+    cache.insert(RadixKey(list(range(1, 2 * page + 1))), slots)
+    check_integrity(cache)
+    node = next(iter(cache.root.children.values()))
+    held = node.value
+    node.value = torch.cat([held[:-1], held[:1]])  # first slot twice, last slot leaked
+    with pytest.raises(IntegrityError, match="two tree nodes"):
+        check_integrity(cache)
+    node.value = torch.cat([held[:-1], torch.tensor([page - 1])])  # a slot of padding page 0
+    with pytest.raises(IntegrityError):
+        check_integrity(cache)
+    node.value = held
+    alloc.free(held[:page])  # the tree's first page freed behind its back
+    with pytest.raises(IntegrityError, match="both held"):
         check_integrity(cache)
