@@ -2,7 +2,10 @@
 
 Mirrors SGLang ``PagedTokenToKVPoolAllocator`` (python/sglang/srt/mem_cache/allocator.py
 @ a7ec6b97): the pool is ``size // page_size`` pages numbered 1..num_pages (page 0 is padding);
-page ``p`` holds KV slots ``p * page_size .. p * page_size + page_size - 1``.
+page ``p`` holds KV slots ``p * page_size .. p * page_size + page_size - 1``. Besides whole-page
+``alloc``, ``alloc_extend`` / ``alloc_decode`` hand out slots that continue each request's
+partly filled last page before taking new pages (SGLang's ``alloc_extend_kernel`` /
+``alloc_decode_kernel``, written here with torch ops on the device).
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
     the allocation order is deterministic. ``is_free`` is a per-slot bool mask
     ``[(num_pages + 1) * page_size]``; freeing a page that is already free, or a slot outside the
     pages, raises ``DoubleFreeError`` and frees nothing. ``size`` is the capacity in tokens
-    (``num_pages * page_size``).
+    (``num_pages * page_size``). ``check_repeats`` (on by default, off in the simulator, whose
+    KV accounting is checked by the tests instead) also turns on SGLang's debug-mode checks of
+    ``alloc_extend`` / ``alloc_decode``: each ``last_loc`` continues its page and lies in a
+    page that is allocated.
     """
 
     def __init__(
@@ -60,21 +66,129 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         self._released = []
         self._released_n = 0
 
-    def alloc(self, need: int) -> torch.Tensor | None:
-        """Take ``need`` tokens of whole pages: int64 ``[need]`` slot indices, or ``None``
-        (nothing taken) when too few pages are free. Raises ``ValueError`` for a negative
-        ``need`` or one that is not a multiple of ``page_size``."""
-        if need < 0 or need % self.page_size:
-            raise ValueError(f"alloc: need {need} is not a non-negative multiple of page size")
-        n_pages = need // self.page_size
+    def _take_pages(self, n_pages: int) -> torch.Tensor | None:
+        """Take ``n_pages`` pages from the front of the free list (merging the release list
+        when needed) and mark their slots used: int64 ``[n_pages]`` page numbers, or ``None``
+        (nothing taken) when fewer are free."""
+        if n_pages == 0:
+            return self.free_pages[:0]
         if n_pages > self.free_pages.numel():
             if n_pages > self.free_pages.numel() + self._released_n:
                 return None
             self._merge()
         pages = self.free_pages[:n_pages]
         self.free_pages = self.free_pages[n_pages:]
-        out = (pages[:, None] * self.page_size + self._offsets).reshape(-1)
-        self.is_free[out] = False
+        self.is_free[(pages[:, None] * self.page_size + self._offsets).reshape(-1)] = False
+        return pages
+
+    def alloc(self, need: int) -> torch.Tensor | None:
+        """Take ``need`` tokens of whole pages: int64 ``[need]`` slot indices, or ``None``
+        (nothing taken) when too few pages are free. Raises ``ValueError`` for a negative
+        ``need`` or one that is not a multiple of ``page_size``."""
+        if need < 0 or need % self.page_size:
+            raise ValueError(f"alloc: need {need} is not a non-negative multiple of page size")
+        pages = self._take_pages(need // self.page_size)
+        if pages is None:
+            return None
+        return (pages[:, None] * self.page_size + self._offsets).reshape(-1)
+
+    def _check_continues(self, slots: torch.Tensor, what: str) -> None:
+        """Slots a request writes into its own last page must already be allocated."""
+        if slots.numel() and bool(self.is_free[slots].any()):
+            raise ValueError(f"{what}: last_loc points into a free page")
+
+    def alloc_extend(
+        self,
+        prefix_lens: torch.Tensor,
+        seq_lens: torch.Tensor,
+        last_loc: torch.Tensor,
+        extend_num_tokens: int,
+    ) -> torch.Tensor | None:
+        """KV slots of one extend (prefill) batch, request by request.
+
+        ``prefix_lens`` / ``seq_lens``: int ``[bs]`` tokens of each request with KV before / after
+        this step; ``last_loc``: int ``[bs]`` KV slot of each request's last prefix token (-1
+        when its prefix is empty); ``extend_num_tokens`` = ``sum(seq_lens - prefix_lens)``.
+        Request ``i``'s new tokens first fill the rest of the page holding ``last_loc[i]``
+        (slots ``last_loc[i] + 1, ...``), then take ``ceil(seq/ps) - ceil(prefix/ps)`` new pages
+        from the front of the free list in request order, the last one possibly partly used.
+        Returns int64 ``[extend_num_tokens]`` slots on the device in request order, or ``None``
+        (nothing taken) when too few pages are free. Mutates the free list and ``is_free``.
+        Raises ``ValueError`` (taking nothing) on mismatched shapes, ``seq < prefix``, a wrong
+        ``extend_num_tokens`` and, with ``check_repeats``, a ``last_loc`` that does not continue
+        its page (``(last_loc + 1) % ps != prefix % ps``, SGLang's debug assert) or lies in a
+        free page.
+        Mirrors SGLang ``PagedTokenToKVPoolAllocator.alloc_extend`` / ``alloc_extend_naive``
+        @ a7ec6b97.
+        """
+        ps, dev = self.page_size, self.device
+        pre = prefix_lens.to(device=dev, dtype=torch.int64).reshape(-1)
+        seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
+        last = last_loc.to(device=dev, dtype=torch.int64).reshape(-1)
+        bs = pre.numel()
+        if seq.numel() != bs or last.numel() != bs:
+            raise ValueError("alloc_extend: prefix_lens, seq_lens, last_loc differ in length")
+        ext = seq - pre
+        if bs and bool((ext < 0).any()):
+            raise ValueError("alloc_extend: a seq_len is shorter than its prefix_len")
+        if int(ext.sum()) != extend_num_tokens:
+            raise ValueError(
+                f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
+                f"{int(ext.sum())}"
+            )
+        debug = self.check_repeats
+        if debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
+            raise ValueError("alloc_extend: last_loc does not continue its request's page")
+        pages_before = (pre + ps - 1) // ps
+        n_new = (seq + ps - 1) // ps - pages_before
+        total = extend_num_tokens
+        req = torch.repeat_interleave(torch.arange(bs, device=dev), ext, output_size=total)
+        start = torch.cumsum(ext, 0) - ext
+        pre_t = pre[req]
+        pos = torch.arange(total, device=dev) - start[req] + pre_t  # position in its request
+        first_new = (pages_before * ps)[req]  # where the request's new pages begin
+        in_old = pos < first_new
+        out = torch.empty(total, dtype=torch.int64, device=dev)
+        out[in_old] = (last[req] + 1 + pos - pre_t)[in_old]
+        if debug:
+            self._check_continues(out[in_old], "alloc_extend")
+        pages = self._take_pages(int(n_new.sum()))
+        if pages is None:
+            return None
+        new = ~in_old
+        page_start = (torch.cumsum(n_new, 0) - n_new)[req]
+        k = (pos - first_new) // ps + page_start
+        out[new] = pages[k[new]] * ps + pos[new] % ps
+        return out
+
+    def alloc_decode(self, seq_lens: torch.Tensor, last_loc: torch.Tensor) -> torch.Tensor | None:
+        """One KV slot per request for a decode step.
+
+        ``seq_lens``: int ``[bs]`` tokens of each request with KV *including* the one decoded
+        now; ``last_loc``: int ``[bs]`` slot of each request's last token with KV. A request
+        whose new token starts a page (``(seq_len - 1) % ps == 0``) takes the next free page
+        (in request order) and writes its first slot; the others write ``last_loc + 1``.
+        Returns int64 ``[bs]`` on the device, or ``None`` (nothing taken) when too few pages
+        are free. Mutates the free list and ``is_free``. Raises ``ValueError`` (taking nothing)
+        on mismatched shapes and, with ``check_repeats``, a ``last_loc`` inconsistent with
+        ``seq_lens`` (``(last_loc + 2) % ps != seq_len % ps``) or in a free page.
+        Mirrors SGLang ``PagedTokenToKVPoolAllocator.alloc_decode`` @ a7ec6b97.
+        """
+        ps, dev = self.page_size, self.device
+        seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
+        last = last_loc.to(device=dev, dtype=torch.int64).reshape(-1)
+        if seq.numel() != last.numel():
+            raise ValueError("alloc_decode: seq_lens and last_loc differ in length")
+        need = (seq - 1) % ps == 0
+        out = last + 1
+        if self.check_repeats:
+            if seq.numel() and bool(((last + 2) % ps != seq % ps).any()):
+                raise ValueError("alloc_decode: last_loc does not match seq_lens")
+            self._check_continues(out[~need], "alloc_decode")
+        pages = self._take_pages(int(need.sum()))
+        if pages is None:
+            return None
+        out[need] = pages * ps
         return out
 
     def free(self, indices: torch.Tensor) -> None:

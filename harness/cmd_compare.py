@@ -36,6 +36,7 @@ _OVERRIDES = {
     "flatten": "variants.flatten",
     "policy": "sim.policy",
     "kv_capacity": "sim.kv_capacity_tokens",
+    "page_size": "sim.page_size",
     "max_running": "sim.max_running",
     "max_prefill_tokens": "sim.max_prefill_tokens",
     "chunked_prefill_size": "sim.chunked_prefill_size",
@@ -84,6 +85,12 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument("--policy", choices=sorted(POLICIES))
     c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
+    c.add_argument(
+        "--page-size",
+        type=positive_int,
+        metavar="TOKENS",
+        help="tokens per KV page, a power of two (SGLang --page-size; default 1)",
+    )
     c.add_argument("--max-running", type=positive_int)
     c.add_argument("--max-prefill-tokens", type=positive_int)
     c.add_argument("--seed", type=int)

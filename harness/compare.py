@@ -156,6 +156,7 @@ def run_compare(
         "clock": spec.sim.clock,
         "sched_policy": spec.sim.sched_policy,
         "kv_capacity_tokens": spec.sim.kv_capacity_tokens,
+        "page_size": spec.sim.page_size,
         "cost_model": getattr(spec.sim.cost, "name", type(spec.sim.cost).__name__),
         "events": {r.variant: r.events for r in results},
         "torch_threads": torch.get_num_threads(),

@@ -215,7 +215,12 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
+_SIM_FIELDS = frozenset(f.name for f in dataclasses.fields(SimConfig)) - {"seed", "cost"}
+
+
 def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> None:
+    if key in _SIM_FIELDS:  # a bare SimConfig field, e.g. --set page_size=16
+        key = f"sim.{key}"
     if key.startswith("sim."):  # the SimConfig field, in whichever table already sets it
         field = key[len("sim.") :]
         table = next((t for t in _SIM_TABLES if field in doc.get(t, {})), _SIM_TABLES[0])
@@ -237,7 +242,9 @@ def load_scenario(ref: str | pathlib.Path, overrides: dict[str, Any] | None = No
     """Read and validate a scenario (file path or bundled name).
 
     ``overrides``: dotted key -> value applied to the TOML document before validation
-    (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``. Raises
+    (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``; ``sim.<field>`` or a
+    bare ``SimConfig`` field name (``page_size``) goes to whichever of ``[cache]`` /
+    ``[scheduler]`` already sets it (else ``[cache]``). Raises
     :class:`ScenarioError` (one line naming the file and key path).
     """
     path = resolve_scenario(str(ref))

@@ -11,6 +11,11 @@ Mirrors SGLang ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py @
 - ``rem_input_tokens`` (``max_prefill_tokens``) caps the batch's new tokens (the first request
   is always let through); ``rem_chunk_tokens`` (``chunked_prefill_size``) truncates the request
   that does not fit into a chunk, which becomes the ``chunked_req`` continued first next step.
+- Pages (``page_size > 1``): a request's new tokens count rounded up to whole pages
+  (``ceil_paged_tokens``) in the input and chunk checks and in every budget update
+  (``_update_prefill_budget``); a truncated first chunk is cut to whole pages
+  (``rem_chunk_tokens // page_size * page_size``). The KV check ``extend + max_new_tokens <
+  rem_total_tokens`` stays in tokens, as SGLang's.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class PrefillAdder:
         self.offset = sum(min(r.output_len - len(r.output_ids), clip) * ratio for r in running)
         self.rem_input = cfg.max_prefill_tokens
         self.rem_chunk = cfg.chunked_prefill_size
+        self.page_size = cfg.page_size
         self.can_run: list[Req] = []
         self.new_chunked: Req | None = None
 
@@ -39,7 +45,13 @@ class PrefillAdder:
         c = self.cache
         return c.allocator.available_size() + c.evictable_size() - self.offset
 
+    def ceil_paged(self, tokens: int) -> int:
+        """``tokens`` rounded up to whole pages (SGLang ``ceil_paged_tokens``)."""
+        return -(-tokens // self.page_size) * self.page_size
+
     def _budget(self, extend: int, new_tokens: int) -> None:
+        """SGLang ``_update_prefill_budget``: the extend counts in whole pages."""
+        extend = self.ceil_paged(extend)
         self.offset += extend + new_tokens
         self.rem_input -= extend
         if self.rem_chunk is not None:
@@ -74,28 +86,33 @@ class PrefillAdder:
         match = cache.match_prefix(RadixKey(full[: len(full) - 1], req.extra_key))
         prefix = match.prefix_len
         extend = len(full) - prefix
+        input_tokens = self.ceil_paged(extend)
         total = extend + min(req.output_len, self.cfg.clip_max_new_tokens)
         if total >= self.rem_total():
             return NO_TOKEN
-        if extend >= self.rem_input and self.can_run:
+        if input_tokens >= self.rem_input and self.can_run:
             return OTHER
         cache.inc_lock_ref(match.last_node)
         if total >= self.rem_total():  # the lock took the prefix out of `evictable`
             cache.dec_lock_ref(match.last_node)
             return NO_TOKEN
+        chunked = self.rem_chunk is not None and input_tokens > self.rem_chunk
+        trunc = 0
+        if chunked:
+            assert self.rem_chunk is not None
+            trunc = self.rem_chunk // self.page_size * self.page_size  # whole pages
+            if trunc <= 0:  # less than a page of chunk budget left
+                cache.dec_lock_ref(match.last_node)
+                return OTHER
         req.prefix_indices = match.device_indices
         req.last_node = match.last_node
         if req.prefix_hit_tokens < 0:
             req.prefix_hit_tokens = prefix
-        if self.rem_chunk is None or extend <= self.rem_chunk:
+        if not chunked:
             req.fill_ids = full
             self.can_run.append(req)
             self._budget(extend, min(req.output_len, self.cfg.clip_max_new_tokens))
         else:
-            trunc = self.rem_chunk
-            if trunc <= 0:
-                cache.dec_lock_ref(match.last_node)
-                return OTHER
             req.fill_ids = full[: prefix + trunc]
             self.can_run.append(req)
             self.new_chunked = req

@@ -55,7 +55,10 @@ class SimConfig:
     needs a roofline cost model). max_running: cap on running requests (also the
     ``req_to_token`` rows). max_prefill_tokens: token budget of one prefill step.
     chunked_prefill_size: tokens per prefill chunk (None = no chunking; a longer request is then
-    admitted alone). max_context_len_tokens: longest request (input + output) accepted.
+    admitted alone; a multiple of page_size, as SGLang asserts). max_context_len_tokens: longest
+    request (input + output) accepted. page_size: tokens per KV page, a power of two (SGLang
+    ``--page-size``); > 1 selects the paged allocator (whole pages, page-aligned prefix matches)
+    and the pool keeps ``kv_capacity_tokens // page_size`` whole pages.
     sched_policy: waiting-queue order (``sim.sched_policy.SCHED_POLICIES``).
     clock: "isolated" — measured CPU time of cache operations is recorded, not added to simulated
     time, so every variant sees an identical schedule; "coupled" — the measured CPU time of each
@@ -91,7 +94,6 @@ class SimConfig:
             "max_running",
             "max_prefill_tokens",
             "max_context_len_tokens",
-            "page_size",
             "new_token_ratio_decay_steps",
             "clip_max_new_tokens",
             "retract_decode_steps",
@@ -104,8 +106,14 @@ class SimConfig:
             )
         if not 0 < self.init_new_token_ratio <= 1 or not 0 < self.min_new_token_ratio_factor <= 1:
             raise ValueError("new-token ratios must be in (0, 1]")
-        if self.page_size != 1:
-            raise ValueError("page_size > 1 needs the paged allocator (not in this version)")
+        ps = self.page_size
+        if isinstance(ps, bool) or not isinstance(ps, int) or ps < 1 or ps & (ps - 1):
+            raise ValueError(f"page_size must be a positive power of two, got {ps!r}")
+        if self.chunked_prefill_size is not None and self.chunked_prefill_size % ps:
+            raise ValueError(
+                f"chunked_prefill_size {self.chunked_prefill_size} must be a multiple of "
+                f"page_size {ps}"
+            )
         if self.policy not in POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
         if self.sched_policy not in SCHED_POLICIES:
@@ -119,6 +127,10 @@ class SimConfig:
                 raise ValueError("gpu_mem_gb needs a roofline cost model (KV bytes per token)")
             object.__setattr__(
                 self, "kv_capacity_tokens", self.cost.kv_capacity_tokens(self.gpu_mem_gb)
+            )
+        if self.kv_capacity_tokens < ps:
+            raise ValueError(
+                f"kv_capacity_tokens {self.kv_capacity_tokens} holds no page of page_size {ps}"
             )
 
     @property

@@ -12,8 +12,10 @@ import pandas as pd
 import simpy
 import torch
 
-from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.cache.allocator import ReqToTokenPool
+from radixbench.cache.paged_allocator import make_allocator
 from radixbench.cache.radix_cache import CacheConfig, RadixCache
+from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder, instrument
@@ -109,7 +111,9 @@ class VariantSim:
     ) -> None:
         self.variant = variant
         self.env = env = simpy.Environment()
-        allocator = TokenToKVPoolAllocator(cfg.kv_capacity_tokens, device, check_repeats=False)
+        allocator = make_allocator(
+            cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False
+        )
         pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
         self.cache = RadixCache(
             pool,
@@ -168,6 +172,9 @@ class VariantSim:
             self.wall_ns += perf_counter_ns() - t0
 
     def result(self) -> VariantResult:
+        """The tables and metrics of the run so far; checks the KV pool adds up first
+        (``sim.accounting.kv_account``: raises ``KVAccountingError`` on a leak)."""
+        kv_account(self.cache, self.sched.live_requests())
         name = self.variant.name
         steps = self.sched.steps.frame(name)
         metrics = serving_metrics(self.done, steps, self.cfg.clock)

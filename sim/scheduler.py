@@ -3,11 +3,13 @@
 Each iteration (SGLang ``get_next_batch_to_run``, non-overlap mode) either runs a prefill
 (extend) step — the chunked request first, then waiting requests in the ``sched_policy`` order
 admitted by ``PrefillAdder`` — or, when nothing is admitted, one decode step of every running
-request. Before a decode step ``update_running_batch`` checks that one KV slot per request is
-free (evicting if not) and otherwise *retracts* requests (``retract_decode``): fewest decoded
-tokens first, longest input on ties; their uncached KV is freed, their prefix unlocked, and they
-go back to the end of the waiting queue to be re-prefilled with input + output so far.
-``new_token_ratio`` then jumps to the observed ratio and otherwise decays each decode step.
+request. Before a decode step ``update_running_batch`` checks that the pages the step opens are
+free (one slot per request when ``page_size`` is 1; evicting if not) and otherwise *retracts*
+requests (``retract_decode``): fewest decoded tokens first, longest input on ties; their uncached
+KV is freed (whole pages), their prefix unlocked, and they go back to the end of the waiting
+queue to be re-prefilled with input + output so far. ``new_token_ratio`` then jumps to the
+observed ratio and otherwise decays each decode step. KV slots are allocated per token or per
+page by ``sim.kv_alloc.SlotAllocator`` (SGLang ``alloc_for_extend`` / ``alloc_for_decode``).
 
 Step time = cost model forward time (includes ``step_overhead_s``) + in the ``coupled`` clock
 mode the measured CPU time of the step's top-level cache operations and batch builds (work done
@@ -31,6 +33,7 @@ from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.chunked import cache_unfinished_req
 from radixbench.sim.config import SimConfig
 from radixbench.sim.instrument import OpRecorder
+from radixbench.sim.kv_alloc import SlotAllocator
 from radixbench.sim.request import Req
 from radixbench.sim.sched_policy import SchedPolicy
 from radixbench.sim.timeseries import StepLog
@@ -38,7 +41,11 @@ from radixbench.workloads.tokens import output_tokens
 
 
 class Scheduler:
-    """Owns the waiting queue, the running batch and the step loop. Simulated time in s."""
+    """Owns the waiting queue, the running batch and the step loop. Simulated time in s.
+
+    ``before_step``: optional callable run with the scheduler at the top of every loop
+    iteration, when every live request's KV is consistent (tests check invariants there).
+    """
 
     def __init__(
         self,
@@ -65,6 +72,13 @@ class Scheduler:
         self.arrivals_done = False
         self.admission_dirty = True  # SGLang's ``not batch_is_full``
         self._wake: simpy.Event | None = None
+        self.slots = SlotAllocator(cache, rec, lambda: float(env.now))
+        self.capacity = allocator.size  # tokens: whole pages only when paged
+        self.before_step: Callable[[Scheduler], None] | None = None
+
+    def live_requests(self) -> list[Req]:
+        """Requests holding KV between steps: the running batch and the chunked request."""
+        return self.running + ([self.chunked_req] if self.chunked_req is not None else [])
 
     # ------------------------------------------------------------------ events
     def enqueue(self, req: Req) -> None:
@@ -81,23 +95,6 @@ class Scheduler:
             self._wake.succeed()
 
     # ------------------------------------------------------------------ helpers
-    def _evict_if_needed(self, num_tokens: int) -> None:
-        """SGLang ``evict_from_tree_cache``: when short, ask the tree for ``num_tokens``."""
-        if self.allocator.available_size() < num_tokens:
-            self.cache.evict(num_tokens)
-
-    def _alloc(self, need: int) -> torch.Tensor:
-        """KV slots for ``need`` tokens (SGLang ``alloc_token_slots``)."""
-        self._evict_if_needed(need)
-        c = self.cache
-        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
-        t0 = perf_counter_ns()
-        out = self.allocator.alloc(need)
-        self.rec.add("alloc", perf_counter_ns() - t0, need, need, n, t, lv, self.env.now)
-        if out is None:  # admission / check_decode_mem make this unreachable
-            raise RuntimeError(f"out of KV slots: need {need}, admission invariant violated")
-        return out
-
     def _timed_build(
         self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor
     ) -> None:
@@ -115,7 +112,7 @@ class Scheduler:
         return (forward_s + cpu_s if self.coupled else forward_s), cpu_s
 
     def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float) -> None:
-        c, cap = self.cache, self.cfg.kv_capacity_tokens
+        c, cap = self.cache, self.capacity
         self.steps.add(
             sim_time_s=float(self.env.now),
             step=step,
@@ -149,7 +146,7 @@ class Scheduler:
                 # Deviation from SGLang, for speed: it still matches the queue head here only
                 # to be refused for want of budget; the sole effect would be an LRU touch.
                 return adder.can_run
-        cap = min(cfg.kv_capacity_tokens, cfg.max_context_len_tokens)
+        cap = min(self.capacity, cfg.max_context_len_tokens)
         fcfs = self.policy.name == "fcfs"
         # FCFS takes from the head of the deque in place; other orders work on a copy.
         queue: Any = self.waiting if fcfs else self.policy.order(list(self.waiting))
@@ -202,7 +199,7 @@ class Scheduler:
     def _prefill(self, batch: list[Req]) -> Generator[simpy.Event, Any, None]:
         prefix = [r.prefix_indices.numel() for r in batch]
         extend = [len(r.fill_ids) - p for r, p in zip(batch, prefix)]
-        loc = self._alloc(sum(extend))
+        loc = self.slots.extend(batch, prefix)
         self._timed_build("build_extend", self.builder.build_extend, batch, loc)
         step_s, cpu_s = self._step_time(self.cfg.cost.prefill_time(extend, prefix))
         self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
@@ -224,10 +221,6 @@ class Scheduler:
             else:
                 self.running.append(r)
 
-    def _check_decode_mem(self, n: int) -> bool:
-        self._evict_if_needed(n)
-        return self.allocator.available_size() >= n
-
     def _retract_decode(self) -> None:
         """SGLang ``ScheduleBatch.retract_decode``: retract until the rest can decode."""
         running = self.running
@@ -238,18 +231,17 @@ class Scheduler:
         )
         retracted: list[Req] = []
         first = True
-        while first or not self._check_decode_mem(len(order)):
+        while first or not self.slots.decode_fits([running[i] for i in order]):
             if len(order) == 1:
                 raise RuntimeError("decode out of KV slots with one request left")
             first = False
             req = running[order.pop()]
             retracted.append(req)
-            row = self.pool.req_to_token[req.req_pool_idx]
-            self.allocator.free(row[req.prefix_indices.numel() : req.seq_len].to(torch.int64))
+            self.slots.free_uncached(req)
             self.pool.free(req.req_pool_idx)
             assert req.last_node is not None
             self.cache.dec_lock_ref(req.last_node)
-            self._evict_if_needed(len(order) * self.cfg.retract_decode_steps)
+            self.slots.evict_if_needed(len(order) * self.cfg.retract_decode_steps)
             req.req_pool_idx = -1
             req.prefix_indices = torch.empty(0, dtype=torch.int64)
             req.last_node = None
@@ -266,7 +258,7 @@ class Scheduler:
         self.admission_dirty = True
 
     def _decode(self) -> Generator[simpy.Event, Any, None]:
-        if not self._check_decode_mem(len(self.running)):
+        if not self.slots.decode_fits(self.running):
             self._retract_decode()
         else:
             cfg = self.cfg
@@ -274,7 +266,7 @@ class Scheduler:
                 self.new_token_ratio - cfg.new_token_ratio_decay, cfg.min_new_token_ratio
             )
         running = self.running
-        loc = self._alloc(len(running))
+        loc = self.slots.decode(running)
         self._timed_build("build_decode", self.builder.build_decode, running, loc)
         context = sum(r.seq_len for r in running) + len(running)
         step_s, cpu_s = self._step_time(self.cfg.cost.decode_time(len(running), context))
@@ -298,6 +290,8 @@ class Scheduler:
     def loop(self) -> Generator[simpy.Event, Any, None]:
         """The simpy process: runs until arrivals are closed and every request is done."""
         while True:
+            if self.before_step is not None:
+                self.before_step(self)
             batch = self._get_new_batch_prefill()
             if batch:
                 yield from self._prefill(batch)

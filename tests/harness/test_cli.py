@@ -25,6 +25,10 @@ BAD_ARGS = [
     (["compare", "--sched-policy", "sjf"], "--sched-policy"),
     (["compare", "--cost-model", "gpt-9"], "unknown cost model"),
     (["compare", "--chunked-prefill-size", "0"], "--chunked-prefill-size"),
+    (["compare", "--page-size", "0"], "--page-size"),
+    (["compare", "--page-size", "12"], "page_size must be a positive power of two, got 12"),
+    (["compare", "--set", "page_size=3"], "cache.page_size: page_size must be a positive power"),
+    (["compare", "--page-size", "16", "--chunked-prefill-size", "1000"], "multiple of page"),
     (["compare", "--gpu-mem-gb", "5"], "do not fit"),
     (["compare", "--gpu-mem-gb", "40", "--cost-model", "linear"], "roofline"),
     (["frobnicate"], "invalid choice"),
@@ -140,3 +144,17 @@ def test_compare_end_to_end_on_trace(tmp_path: Path, capsys) -> None:
     )
     assert (run / "report.md").exists()
     assert len([p for p in out.iterdir() if not p.name.startswith(".")]) == 2
+
+
+def test_page_size_reaches_the_run_and_its_report(tmp_path: Path, capsys) -> None:
+    """--set page_size=16 is the same override (tests/harness/test_harness_scenario.py)."""
+    out = tmp_path / "runs"
+    argv = ["compare", "--requests", "8", "--evictors", "heapify", "--matchers", "galloping"]
+    code = main([*argv, "--page-size", "16", "--out", str(out), "--no-progress"])
+    assert code == 0, capsys.readouterr()
+    (run,) = list(out.iterdir())
+    assert json.loads((run / "config.json").read_text())["page_size"] == 16
+    assert "**page_size**: 16" in (run / "report.md").read_text()
+    req = pd.read_parquet(run / "requests.parquet")
+    hits = req.loc[req["status"] == "finished", "prefix_hit_tokens"]
+    assert (hits % 16 == 0).all()

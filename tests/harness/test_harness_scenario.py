@@ -65,6 +65,11 @@ def test_overrides_apply_before_validation(tmp_path: Path) -> None:
         parse_override("novalue")
     with pytest.raises(ScenarioError, match="seed: is not a table"):
         load_scenario(path, {"seed.x": 1})
+    # a bare SimConfig field goes where the file sets it, else to [cache]
+    sc = load_scenario(path, {"page_size": 16, "max_running": 5})
+    assert sc.sim.page_size == 16 and sc.sim.max_running == 5
+    with pytest.raises(ScenarioError, match=r"s.toml: cache.page_size: .*power of two, got 6"):
+        load_scenario(path, {"page_size": 6})
 
 
 def test_every_bundled_scenario_validates() -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from array import array
 
+import pytest
 import torch
 
 from radixbench.cache import RadixCache, RadixKey, TokenToKVPoolAllocator
@@ -53,3 +54,25 @@ def test_chunked_prefill_truncates_and_stops_the_round() -> None:
     long.prefix_indices = torch.arange(256)  # as cache_unfinished_req leaves it
     nxt = PrefillAdder(_cfg(chunked_prefill_size=256), cache, [], ratio=0.7)
     assert nxt.add_chunked_req(long) is long and len(long.fill_ids) == 512
+
+
+def _paged_cache(page: int) -> RadixCache:
+    from radixbench.cache import make_allocator
+    from radixbench.cache.radix_cache import CacheConfig
+
+    return RadixCache(None, make_allocator(1024, page), CacheConfig(page_size=page))
+
+
+@pytest.mark.parametrize(("page", "second"), [(1, CONTINUE), (16, OTHER)])
+def test_prefill_budget_counts_new_tokens_in_whole_pages(page: int, second: str) -> None:
+    """SGLang ceil_paged_tokens: a 17-token extend takes 32 of a 64-token prefill budget at
+    page 16 (17 at page 1), so a 20-token request (32 in pages) no longer fits beside it."""
+    cfg = SimConfig(
+        kv_capacity_tokens=1024, max_prefill_tokens=64, page_size=page, cost=LinearCostModel()
+    )
+    adder = PrefillAdder(cfg, _paged_cache(page), [], ratio=0.7)
+    first = Req(0, 0.0, array("q", range(100, 117)), 4)
+    assert adder.add_one_req(first) == CONTINUE
+    assert adder.rem_input == 64 - (32 if page == 16 else 17)
+    assert adder.offset == pytest.approx((32 if page == 16 else 17) + 4)
+    assert adder.add_one_req(Req(1, 0.0, array("q", range(200, 220)), 4)) == second

@@ -1,0 +1,138 @@
+"""KV-slot allocation of the scheduler's extend and decode steps, per token or per page.
+
+Mirrors SGLang's ``alloc_for_extend`` / ``alloc_for_decode`` and the functions they call,
+``alloc_token_slots``, ``alloc_paged_token_slots_extend``, ``alloc_paged_token_slots_decode``
+and ``evict_from_tree_cache`` (python/sglang/srt/mem_cache/common.py @ a7ec6b97), and
+``ScheduleBatch.new_page_count_next_decode`` / ``check_decode_mem``
+(python/sglang/srt/managers/schedule_batch.py @ a7ec6b97):
+
+- ``page_size == 1``: the batch takes ``sum(extend)`` (extend) or ``bs`` (decode) slots from the
+  token allocator, after evicting that many tokens from the tree when fewer are free.
+- ``page_size > 1``: each request's new tokens first fill the page holding its last KV slot
+  (``last_loc``), then take whole new pages (``PagedTokenToKVPoolAllocator.alloc_extend`` /
+  ``alloc_decode``). Before the call the tree is asked to evict the worst case when fewer
+  tokens than that are free: ``extend_num_tokens + bs * page_size`` for extend, ``bs *
+  page_size`` for decode, as SGLang over-estimates (every request may open a new page).
+
+Only the allocator call is timed (op ``alloc``); the eviction is timed by the instrumented
+cache as ``evict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from time import perf_counter_ns
+from typing import Any
+
+import torch
+
+from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
+from radixbench.cache.radix_cache import RadixCache
+from radixbench.sim.instrument import OpRecorder
+from radixbench.sim.request import Req
+
+
+class SlotAllocator:
+    """KV slots for the scheduler's steps, from ``cache.allocator`` (a token allocator when
+    ``cache.page_size == 1``, else a :class:`PagedTokenToKVPoolAllocator`). ``rec`` records
+    each allocator call as op ``alloc`` (key_len = result = tokens allocated) at simulated time
+    ``now()``."""
+
+    def __init__(self, cache: RadixCache, rec: OpRecorder, now: Callable[[], float]) -> None:
+        self.cache = cache
+        self.allocator = cache.allocator
+        self.page_size = cache.page_size
+        if self.page_size > 1 and not isinstance(self.allocator, PagedTokenToKVPoolAllocator):
+            raise ValueError(f"page_size {self.page_size} needs a PagedTokenToKVPoolAllocator")
+        pool = cache.req_to_token_pool
+        if pool is None:
+            raise ValueError("the scheduler's cache needs a ReqToTokenPool")
+        self.pool = pool
+        self.rec, self.now = rec, now
+
+    def evict_if_needed(self, num_tokens: int) -> None:
+        """SGLang ``evict_from_tree_cache``: when fewer than ``num_tokens`` slots are free, ask
+        the tree to evict ``num_tokens`` tokens (it frees what it can). Mutates tree and pool."""
+        if self.allocator.available_size() < num_tokens:
+            self.cache.evict(num_tokens)
+
+    def _timed(self, tokens: int, fn: Callable[..., Any], *args: Any) -> torch.Tensor:
+        c = self.cache
+        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
+        t0 = perf_counter_ns()
+        out = fn(*args)
+        self.rec.add("alloc", perf_counter_ns() - t0, tokens, tokens, n, t, lv, self.now())
+        if out is None:  # admission / check_decode_mem make this unreachable
+            raise RuntimeError(f"out of KV slots: need {tokens}, admission invariant violated")
+        return out
+
+    # ------------------------------------------------------------------ extend
+    def extend(self, reqs: Sequence[Req], prefix_lens: Sequence[int]) -> torch.Tensor:
+        """Slots for the new tokens ``len(req.fill_ids) - prefix_lens[i]`` of every request:
+        int64 ``[sum extend]`` on the device, in request order (what ``BatchBuilder
+        .build_extend`` takes). Reads ``req.prefix_indices`` (its last slot is ``last_loc``).
+        Raises ``RuntimeError`` if the pool cannot hold them even after eviction."""
+        extend = [len(r.fill_ids) - p for r, p in zip(reqs, prefix_lens)]
+        total = sum(extend)
+        if self.page_size == 1:
+            self.evict_if_needed(total)
+            return self._timed(total, self.allocator.alloc, total)
+        alloc = self.allocator
+        assert isinstance(alloc, PagedTokenToKVPoolAllocator)
+        self.evict_if_needed(total + len(reqs) * self.page_size)
+        dev = alloc.device
+        none = torch.full((1,), -1, dtype=torch.int64, device=dev)
+        last_loc = torch.cat(
+            [r.prefix_indices[-1:] if p else none for r, p in zip(reqs, prefix_lens)]
+        )
+        lens = torch.tensor([list(prefix_lens), [len(r.fill_ids) for r in reqs]], dtype=torch.int64)
+        return self._timed(total, alloc.alloc_extend, lens[0], lens[1], last_loc, total)
+
+    # ------------------------------------------------------------------ decode
+    def new_pages_next_decode(self, reqs: Sequence[Req]) -> int:
+        """Pages (page_size 1: slots) the next decode step of ``reqs`` opens: the requests
+        whose next token starts a page, ``seq_len % page_size == 0`` (SGLang
+        ``new_page_count_next_decode``, non-overlap mode)."""
+        ps = self.page_size
+        if ps == 1:
+            return len(reqs)
+        return sum(1 for r in reqs if r.seq_len % ps == 0)
+
+    def decode_fits(self, reqs: Sequence[Req]) -> bool:
+        """SGLang ``check_decode_mem``: evict if needed, then whether the free slots cover the
+        pages the next decode step of ``reqs`` opens. Mutates the tree and the pool."""
+        need = self.new_pages_next_decode(reqs) * self.page_size
+        self.evict_if_needed(need)
+        return self.allocator.available_size() >= need
+
+    def decode(self, reqs: Sequence[Req]) -> torch.Tensor:
+        """One slot per request for the token at position ``req.seq_len``: int64 ``[bs]`` on
+        the device (page_size > 1: ``last_loc + 1``, or the first slot of a new page when the
+        token starts one; ``last_loc = req_to_token[row, seq_len - 1]``). Raises
+        ``RuntimeError`` if the pool cannot hold them even after eviction."""
+        bs = len(reqs)
+        if self.page_size == 1:
+            self.evict_if_needed(bs)
+            return self._timed(bs, self.allocator.alloc, bs)
+        alloc = self.allocator
+        assert isinstance(alloc, PagedTokenToKVPoolAllocator)
+        self.evict_if_needed(bs * self.page_size)
+        meta = torch.tensor(
+            [[r.req_pool_idx for r in reqs], [r.seq_len for r in reqs]], dtype=torch.int64
+        ).to(alloc.device)
+        last_loc = self.pool.req_to_token[meta[0], meta[1] - 1].to(torch.int64)
+        return self._timed(bs, alloc.alloc_decode, meta[1] + 1, last_loc)
+
+    # ------------------------------------------------------------------ release
+    def own_start(self, req: Req) -> int:
+        """First position of ``req``'s KV that the tree does not hold: ``len(prefix_indices)``
+        rounded down to a page (SGLang ``last_uncached_pos`` / ``cache_protected_len``: after a
+        chunk the prefix ends with the request's own unaligned tail)."""
+        ps = self.page_size
+        return req.prefix_indices.numel() // ps * ps
+
+    def free_uncached(self, req: Req) -> None:
+        """Free ``req``'s own KV slots ``req_to_token[row, own_start : seq_len]`` (whole pages
+        when paged), as SGLang ``ScheduleBatch.release_req`` on retraction. Mutates the pool."""
+        row = self.pool.req_to_token[req.req_pool_idx]
+        self.allocator.free(row[self.own_start(req) : req.seq_len].to(torch.int64))
