@@ -139,13 +139,12 @@ class PersistentHeapEvictor(Evictor):
             heapq.heapify(self.heap)
 
     def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
-        heap, live, pop = self.heap, self.live, heapq.heappop
+        heap, current, pop = self.heap, self.entry_node, heapq.heappop
         victims: list[TreeNode] = []
         evicted = 0
         while evicted < num_tokens and heap:
-            entry = pop(heap)
-            node = live.get((entry >> _LOW) & _LOW_MASK)
-            if node is None or node.heap_version != entry & _LOW_MASK:
+            node = current(pop(heap))
+            if node is None:
                 continue  # stale entry
             # delete_leaf refreshes the parent, which pushes it here if it became evictable.
             evicted += host.delete_leaf(node)

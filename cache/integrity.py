@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from radixbench.cache.key import child_key
 from radixbench.cache.node import TreeNode
 from radixbench.cache.radix_cache import RadixCache
 
@@ -55,10 +56,7 @@ def check_integrity(cache: RadixCache) -> None:
                 _fail(f"node {child.id}: empty key")
             if n % page:
                 _fail(f"node {child.id}: key of {n} tokens is not page-aligned")
-            # key.child_key(tokens, 0, page, namespace), inlined (it runs once per node per check).
-            plain = tokens[0] if page == 1 else tuple(tokens[:page])
-            namespace = key.namespace
-            if ck != (plain if namespace is None else (namespace, plain)):
+            if ck != child_key(tokens, 0, page, key.namespace):
                 _fail(f"node {child.id}: child key does not match its tokens")
             value = child.value
             if value.numel() != n:
