@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from array import array
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import torch
 
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
-from radixbench.cache.policy import POLICIES
+from radixbench.cache.policy import POLICIES, make_policy
 
 if TYPE_CHECKING:
-    from radixbench.cache.key import RadixKey
     from radixbench.cache.node import TreeNode
 
 
@@ -22,8 +22,11 @@ class CacheConfig:
 
     page_size: int = 1
     evictor: str = "heapify"
-    matcher: str = "linear"
+    matcher: str = "galloping"
     policy: str = "lru"
+    #: keyword configuration of the policy, as ``(key, value)`` pairs (SGLang
+    #: ``--radix-eviction-policy-config``), e.g. ``(("threshold", 512),)`` for ``tlru``.
+    policy_config: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.page_size < 1:
@@ -36,6 +39,7 @@ class CacheConfig:
             value = getattr(self, field)
             if value not in known:
                 raise ValueError(f"unknown {field} {value!r}; known: {', '.join(known)}")
+        make_policy(self.policy, dict(self.policy_config))  # raises ValueError on a bad config
 
 
 class MatchResult(NamedTuple):
@@ -55,15 +59,21 @@ class EvictResult(NamedTuple):
 
 
 class CacheReq(Protocol):
-    """What ``cache_finished_req`` / ``cache_unfinished_req`` need of a request (SGLang ``Req``).
-    ``cache_unfinished_req`` rewrites ``prefix_indices`` and ``last_node``."""
+    """What ``checkpoint`` / ``release`` read and write of a request: the fields of sglang
+    0.5.23's ``Req`` and its ``req.kv`` record that ``RadixCache.checkpoint`` and
+    ``release_kv_cache`` use, flattened. ``lock`` is the handle the cache's ``lock`` returned
+    (opaque to the caller; ``None`` when nothing is locked)."""
 
     req_pool_idx: int
-    prefix_indices: torch.Tensor
-    last_node: TreeNode
     extra_key: str | None
+    priority: int
+    origin_input_len: int
+    cache_protected_len: int
+    cache_inserted_len: int
+    lock: Any
+    last_node: Any
 
-    def committed_token_ids(self) -> RadixKey:
-        """Tokens whose KV is written in ``req_to_token[req_pool_idx, :len]`` (input + output
-        except the last sampled token)."""
+    def token_ids(self) -> array:
+        """``array('q')``: prompt followed by the output tokens so far (0.5.23
+        ``Req.full_untruncated_fill_ids``)."""
         ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from typing import ClassVar, Protocol
 
 from radixbench.cache.node import TreeNode
@@ -58,32 +59,72 @@ class Evictor(ABC):
         """Forget all state (the tree was reset)."""
 
 
+def _heapify_evict(
+    key: Callable[[TreeNode], SortKey],
+    leaves: Iterable[TreeNode],
+    host: EvictionHost,
+    num_tokens: int,
+) -> tuple[list[TreeNode], int]:
+    """Heapify ``leaves`` by ``key``, pop until ``num_tokens`` are freed, pushing each parent
+    that becomes an evictable leaf (the loop of SGLang ``RadixCache.evict``)."""
+    heap: list[tuple[SortKey, TreeNode]] = [(key(n), n) for n in leaves]
+    heapq.heapify(heap)
+    victims: list[TreeNode] = []
+    evicted = 0
+    while evicted < num_tokens and heap:
+        _, node = heapq.heappop(heap)
+        parent = node.parent
+        evicted += host.delete_leaf(node)
+        victims.append(node)
+        if parent is not None and parent.evictable:
+            heapq.heappush(heap, (key(parent), parent))
+    return victims, evicted
+
+
 class HeapifyEvictor(Evictor):
-    """SGLang's classic ``RadixCache.evict`` @ a7ec6b97: on every call, collect all evictable
-    leaves by DFS, ``heapq.heapify`` them by sort key, pop; push a parent once it becomes an
-    unlocked leaf. O(N) per call in the number of tree nodes, however few tokens are asked for.
+    """Current SGLang (sglang 0.5.23 ``RadixCache.evict``, since PR #14339): the cache keeps the
+    set of evictable leaves up to date (``evictable_leaves``, via ``_update_leaf_status``); every
+    call heapifies that set by sort key and pops, pushing a parent once it becomes an unlocked
+    leaf. O(E) per call in the number E of evictable leaves, however few tokens are asked for.
+    The set is kept here as an insertion-ordered dict ``id -> node`` (SGLang: a ``set`` of nodes,
+    iterated in hash order; the order cannot matter because sort keys never tie).
     """
 
     name = "heapify"
 
+    def __init__(self, policy: EvictionPolicy) -> None:
+        super().__init__(policy)
+        self.leaves: dict[int, TreeNode] = {}
+
+    def on_change(self, node: TreeNode) -> None:
+        if node.evictable:
+            self.leaves[node.id] = node
+        else:
+            self.leaves.pop(node.id, None)
+
     def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
-        key = self.policy.key
-        heap: list[tuple[SortKey, TreeNode]] = [
-            (key(n), n) for n in host.collect_evictable_leaves()
-        ]
-        heapq.heapify(heap)
-        victims: list[TreeNode] = []
-        evicted = 0
-        while evicted < num_tokens and heap:
-            _, node = heapq.heappop(heap)
-            if node.lock_ref > 0:
-                continue
-            parent = node.parent
-            evicted += host.delete_leaf(node)
-            victims.append(node)
-            if parent is not None and parent.evictable:
-                heapq.heappush(heap, (key(parent), parent))
-        return victims, evicted
+        return _heapify_evict(self.policy.key, list(self.leaves.values()), host, num_tokens)
+
+    def members(self, host: EvictionHost) -> set[int]:
+        return set(self.leaves)
+
+    def reset(self) -> None:
+        self.leaves = {}
+
+
+class HeapifyWalkEvictor(Evictor):
+    """SGLang before PR #14339 (the baseline SGLang PR #6907 measured against): every call walks
+    the whole tree to collect the unlocked leaves (``_collect_leaves``), heapifies them and pops,
+    pushing a parent once it becomes an unlocked leaf. O(N) per call in the number N of tree
+    nodes, however few tokens are asked for.
+    """
+
+    name = "heapify-walk"
+
+    def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
+        return _heapify_evict(
+            self.policy.key, host.collect_evictable_leaves(), host, num_tokens
+        )
 
 
 _LOW = FIELD_BITS
@@ -266,7 +307,8 @@ class LRUListEvictor(PersistentHeapEvictor):
 
 
 EVICTORS: dict[str, type[Evictor]] = {
-    cls.name: cls for cls in (HeapifyEvictor, PersistentHeapEvictor, LRUListEvictor)
+    cls.name: cls
+    for cls in (HeapifyEvictor, HeapifyWalkEvictor, PersistentHeapEvictor, LRUListEvictor)
 }
 
 

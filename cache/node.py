@@ -1,6 +1,7 @@
 """Radix tree nodes.
 
-Mirrors SGLang ``TreeNode`` (radix_cache.py @ a7ec6b97). A ``slots=True`` hot object: nodes are
+Mirrors SGLang ``TreeNode`` (``sglang/srt/mem_cache/radix_cache.py`` in sglang 0.5.23), plus the two
+T-LRU lengths that 0.5.23 keeps only on ``UnifiedTreeNode`` (``unified_tree_core.py``). A ``slots=True`` hot object: nodes are
 compared by identity (``is``), never by value; ``id`` is unique within one cache and is the
 deterministic tie-breaker of every eviction order.
 """
@@ -25,9 +26,16 @@ class TreeNode:
         value: int64 tensor ``[len(key)]`` of KV-slot indices on the cache's device.
         lock_ref: number of running requests whose prefix passes through this node; a node with
             ``lock_ref > 0`` is protected, never evicted.
-        last_access_time / creation_time: logical clock ticks of the owning cache.
-        hit_count: number of inserts that walked through this node (LFU, SLRU).
+        last_access_time / creation_time: readings of the owning cache's clock (ints; SGLang reads
+            ``time.monotonic()`` at the same points: twice when a node is created, once per
+            match / insert walk).
+        hit_count: inserts that walked through or created this node beyond what the inserting
+            request had inserted before (0.5.23 ``inserted_len``); a new leaf starts at 1 (LFU,
+            SLRU).
         priority: request priority, max over inserts that walked through it (Priority policy).
+        tlru_cached_prefix_len: tokens from the root to the end of this node (T-LRU's depth).
+        tlru_history_len: the deepest ``tlru_cached_prefix_len`` ever reached below this node
+            (T-LRU's ``L``; never shrinks when the tail is evicted).
         evictable: cached ``parent is not None and not children and lock_ref == 0`` — kept exact
             by ``RadixCache`` so that evictors and counters never rescan the tree.
         heap_version: version stamp used by the persistent-heap evictor to drop stale entries.
@@ -47,6 +55,8 @@ class TreeNode:
         "parent",
         "prev",
         "priority",
+        "tlru_cached_prefix_len",
+        "tlru_history_len",
         "value",
     )
 
@@ -56,7 +66,8 @@ class TreeNode:
         key: RadixKey,
         value: torch.Tensor,
         parent: TreeNode | None,
-        now: int,
+        last_access_time: int,
+        creation_time: int,
         priority: int = 0,
     ) -> None:
         self.children: dict[ChildKey, TreeNode] = {}
@@ -64,9 +75,11 @@ class TreeNode:
         self.key = key
         self.value = value
         self.lock_ref = 0
-        self.last_access_time = now
-        self.creation_time = now
+        self.last_access_time = last_access_time
+        self.creation_time = creation_time
         self.hit_count = 0
+        self.tlru_cached_prefix_len = 0
+        self.tlru_history_len = 0
         self.priority = priority
         self.id = node_id
         self.evictable = False

@@ -2,8 +2,11 @@
 
 Each policy maps a node to a sort key; the smallest key is evicted first. Every key ends with the
 node id so that orders are total and runs are reproducible across evictors (SGLang breaks ties by
-heap position, which differs between evictors). Meanings follow SGLang ``evict_policy.py``
-@ a7ec6b97.
+heap position, which differs between evictors; under a strictly increasing clock two evictable
+leaves never tie on SGLang's part of the key, so the orders agree — the differential tests against
+sglang 0.5.23 check it). Meanings follow ``sglang/srt/mem_cache/evict_policy.py`` in sglang 0.5.23
+(``LRUStrategy`` … ``SLRUStrategy``, ``TLRUStrategy``); a policy takes the same keyword
+configuration as SGLang's ``--radix-eviction-policy-config``.
 """
 
 from __future__ import annotations
@@ -44,9 +47,12 @@ def pack_key(key: SortKey) -> int:
 
 
 class EvictionPolicy(ABC):
-    """Maps a node to its eviction sort key (smallest first)."""
+    """Maps a node to its eviction sort key (smallest first). Subclasses that take configuration
+    accept it as keyword arguments (SGLang ``get_eviction_strategy(policy, config)``)."""
 
     name: ClassVar[str]
+    #: True when the cache must keep ``tlru_cached_prefix_len`` / ``tlru_history_len`` up to date.
+    needs_tlru_lengths: ClassVar[bool] = False
     #: True when a touched node's key exceeds every other key (so "append at the tail on touch"
     #: keeps a list sorted). Only LRU: the touch sets the newest clock tick. The ``lru-list``
     #: evictor serves only such policies from its list and falls back to its heap otherwise.
@@ -125,26 +131,62 @@ class Priority(EvictionPolicy):
 
 
 class SLRU(EvictionPolicy):
-    """Segmented LRU: probationary nodes (``hit_count < 2``) before protected ones, LRU within
-    each segment: ``(hit_count >= 2, last_access_time, id)`` (SGLang SLRUStrategy, threshold 2).
+    """Segmented LRU: probationary nodes (``hit_count < protected_threshold``, default 2) before
+    protected ones, LRU within each segment: ``(hit_count >= threshold, last_access_time, id)``
+    (SGLang ``SLRUStrategy``). With 0.5.23's hit counting a node is protected after two inserts.
     """
 
     name = "slru"
-    protected_threshold: ClassVar[int] = 2
+
+    def __init__(self, protected_threshold: int = 2) -> None:
+        self.protected_threshold = protected_threshold
 
     def key(self, node: TreeNode) -> SortKey:
         return (int(node.hit_count >= self.protected_threshold), node.last_access_time, node.id)
 
 
+class TLRU(EvictionPolicy):
+    """Tail-optimized LRU (Zhang et al., arXiv:2510.15152; SGLang ``TLRUStrategy``, 0.5.23).
+
+    A conversation whose branch reached depth ``L = tlru_history_len`` and whose next prompt adds
+    about ``next_prompt_estimate`` tokens keeps its next prefill within the TTFT budget while
+    ``L + next_prompt_estimate - threshold`` tokens stay cached; a node whose start lies at or
+    beyond that budget is "TEL-safe" and evicted before anything else. Key:
+    ``(-1 if TEL-safe else 0, last_access_time, id)``. ``threshold`` and
+    ``next_prompt_estimate`` are tokens (the paper states blocks: multiply by the page size).
+    Raises ``ValueError`` for negative values, as SGLang's argument check does.
+    """
+
+    name = "tlru"
+    needs_tlru_lengths = True
+
+    def __init__(self, threshold: int = 0, next_prompt_estimate: int = 0) -> None:
+        if threshold < 0 or next_prompt_estimate < 0:
+            raise ValueError("tlru: threshold and next_prompt_estimate must be >= 0 (tokens)")
+        self.threshold = threshold
+        self.next_prompt_estimate = next_prompt_estimate
+
+    def key(self, node: TreeNode) -> SortKey:
+        budget = max(node.tlru_history_len + self.next_prompt_estimate - self.threshold, 0)
+        tel_safe = node.tlru_cached_prefix_len - len(node.key.token_ids) >= budget
+        return (-1 if tel_safe else 0, node.last_access_time, node.id)
+
+
 POLICIES: dict[str, type[EvictionPolicy]] = {
-    cls.name: cls for cls in (LRU, LFU, FIFO, MRU, FILO, Priority, SLRU)
+    cls.name: cls for cls in (LRU, LFU, FIFO, MRU, FILO, Priority, SLRU, TLRU)
 }
 
 
-def make_policy(name: str) -> EvictionPolicy:
-    """Instantiate a policy by name; raises ``ValueError`` naming the known ones."""
+def make_policy(name: str, config: dict[str, int] | None = None) -> EvictionPolicy:
+    """Instantiate a policy by name with its keyword ``config`` (e.g. ``{"threshold": 512}``
+    for ``tlru``, ``{"protected_threshold": 4}`` for ``slru``); raises ``ValueError`` naming the
+    known policies, or the keys a policy does not take."""
     try:
-        return POLICIES[name]()
+        cls = POLICIES[name]
     except KeyError:
         known = ", ".join(POLICIES)
         raise ValueError(f"unknown eviction policy {name!r}; known: {known}") from None
+    try:
+        return cls(**(config or {}))
+    except TypeError as e:
+        raise ValueError(f"eviction policy {name!r}: bad config {config!r} ({e})") from None

@@ -1,16 +1,19 @@
 """The radix prefix cache.
 
-Mirrors SGLang ``RadixCache`` (python/sglang/srt/mem_cache/radix_cache.py @ a7ec6b97): same tree
+Mirrors ``RadixCache`` of sglang 0.5.23 (``sglang/srt/mem_cache/radix_cache.py``): same tree
 shape, same splits, same lock accounting (``evictable_size_`` / ``protected_size_``), same
-``cache_finished_req`` KV-slot bookkeeping. Differences, all deliberate and documented:
-time is a logical clock (one tick per ``match_prefix`` / ``insert``) so runs are reproducible;
-the prefix compare and the eviction order are pluggable (``Matcher``, ``Evictor`` +
-``EvictionPolicy``); eviction ties break by node id; ``node.evictable`` is kept exact so evictors
-never need to rescan.
+``hit_count`` / ``priority`` / access-time bookkeeping, same request paths (``checkpoint`` after
+each extend, release on finish and retraction). The clock is injected: it is read exactly where
+SGLang reads ``time.monotonic()``, so under one deterministic clock both trees hold the same
+timestamps (the differential tests against sglang 0.5.23 run both on one counter). The prefix
+compare and the eviction order are pluggable (``Matcher``, ``Evictor`` + ``EvictionPolicy``).
+Every difference from 0.5.23 that stays on purpose is listed in ``docs/SGLANG-FIDELITY.md``.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import TextIO
 
 import torch
@@ -25,6 +28,14 @@ from radixbench.cache.policy import make_policy
 
 __all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
 
+#: Largest request priority (SGLang clamps the prompt's ``priority + 1`` to int64's max).
+_INT64_MAX = (1 << 63) - 1
+
+
+def counter_clock(start: int = 1) -> Callable[[], int]:
+    """A deterministic clock: returns ``start, start + 1, ...`` on successive calls."""
+    return itertools.count(start).__next__
+
 
 class RadixCache:
     """A radix tree of token prefixes whose nodes hold KV-slot indices.
@@ -32,6 +43,10 @@ class RadixCache:
     Sizes (tokens): ``evictable_size()`` = tokens in nodes with ``lock_ref == 0``;
     ``protected_size()`` = tokens in locked nodes; ``total_size()`` = their sum. The root holds no
     tokens and is permanently locked (``lock_ref == 1``).
+
+    ``clock``: called where SGLang calls ``time.monotonic()`` (twice per new node: access then
+    creation time; once per match and per insert); must return ints that never decrease
+    (the packed heaps need ints). Default: ``counter_clock()``, so runs are reproducible.
     """
 
     def __init__(
@@ -39,6 +54,7 @@ class RadixCache:
         req_to_token_pool: ReqToTokenPool | None,
         token_to_kv_pool_allocator: TokenToKVPoolAllocator,
         config: CacheConfig | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.config = config or CacheConfig()
         self.page_size = self.config.page_size
@@ -46,16 +62,18 @@ class RadixCache:
         self.allocator = token_to_kv_pool_allocator
         self.device = token_to_kv_pool_allocator.device
         self.matcher = make_matcher(self.config.matcher)
-        self.policy = make_policy(self.config.policy)
+        self.policy = make_policy(self.config.policy, dict(self.config.policy_config))
+        self.tlru = self.policy.needs_tlru_lengths
         self.evictor = make_evictor(self.config.evictor, self.policy)
+        self.clock = clock or counter_clock()
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
         self.reset()
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
-        """Drop the whole tree (KV slots are *not* freed; the caller clears the allocator)."""
+        """Drop the whole tree (KV slots are *not* freed; the caller clears the allocator).
+        Reads the clock twice (the new root), as SGLang ``reset``."""
         self._next_id = 0
-        self._clock = 0
         self.root = self._new_node(RadixKey(()), self._empty, None, priority=-(2**62))
         self.root.lock_ref = 1
         self.evictable_size_ = 0
@@ -67,7 +85,9 @@ class RadixCache:
     def _new_node(
         self, key: RadixKey, value: torch.Tensor, parent: TreeNode | None, priority: int = 0
     ) -> TreeNode:
-        node = TreeNode(self._next_id, key, value, parent, self._clock, priority)
+        clock = self.clock
+        access = clock()  # SGLang TreeNode.__init__: last_access_time, then creation_time
+        node = TreeNode(self._next_id, key, value, parent, access, clock(), priority)
         self._next_id += 1
         return node
 
@@ -95,35 +115,38 @@ class RadixCache:
     def match_prefix(self, key: RadixKey) -> MatchResult:
         """Longest cached prefix of ``key``, in whole pages.
 
-        Mutates: ``last_access_time`` of every node on the matched path (and the root); splits at
-        most one node when the match ends inside it. Never changes sizes or locks.
+        Mutates: reads the clock once (unless the page-aligned key is empty) and sets
+        ``last_access_time`` of the root and of every node on the matched path to it; splits at
+        most one node when the match ends inside it (the new upper node reads the clock twice).
+        Never changes sizes or locks.
         Keys of another namespace (``extra_key``, ``cache_salt``, bigram) never match: the
         namespace is part of every child key, so no node of another namespace is ever compared
         (comparing such keys directly raises ``ValueError``, ``key.check_namespaces``).
         Bigram (EAGLE) keys: ``L`` raw tokens are ``L-1`` bigrams, so the match is the raw
         tokens matched minus one, rounded down to a page.
-        Mirrors SGLang ``match_prefix`` / ``_match_prefix_helper`` @ a7ec6b97.
+        Mirrors ``RadixCache.match_prefix`` / ``_match_prefix_helper`` of sglang 0.5.23; the
+        indices are returned concatenated (SGLang: ``path_device_indices`` of the last node).
         """
-        self._clock += 1
-        now = self._clock
         page = self.page_size
         tokens = key.token_ids
         limit = len(tokens) // page * page
         node = self.root
-        node.last_access_time = now
         if limit == 0:
             return MatchResult(self._empty, node, 0)
+        now = self.clock()
+        node.last_access_time = now
         values: list[torch.Tensor] = []
         offset = 0
         extra = key.namespace
         common_prefix = self.matcher.common_prefix
+        on_change = self.evictor.on_change
         while offset < limit:
             child = node.children.get(child_key(tokens, offset, page, extra))
             if child is None:
                 break
             child.last_access_time = now
             if child.evictable:
-                self.evictor.on_change(child)
+                on_change(child)
             n = common_prefix(child.key.token_ids, tokens, offset, page)
             if n < len(child.key):
                 child = self._split_node(child, n)
@@ -142,80 +165,116 @@ class RadixCache:
     def _split_node(self, child: TreeNode, split_len: int) -> TreeNode:
         """Split ``child`` after ``split_len`` tokens; returns the new upper node.
 
-        The new node takes the first ``split_len`` tokens and inherits ``lock_ref``,
-        ``priority``, ``hit_count`` and ``last_access_time``; sizes are unchanged.
-        Mirrors SGLang ``_split_node``.
+        The new node takes the first ``split_len`` tokens and copies ``lock_ref``, ``priority``
+        and ``hit_count``; it is a new node, so it reads the clock twice (its access and
+        creation times are newer than the lower half's). Both halves' values are cloned. Sizes
+        are unchanged. Mirrors ``RadixCache._split_node`` of sglang 0.5.23 (T-LRU lengths as
+        ``UnifiedRadixCache``'s split).
         """
         parent = child.parent
         assert parent is not None
         page, extra = self.page_size, child.key.namespace
-        new = self._new_node(child.key[:split_len], child.value[:split_len], parent)
+        new = self._new_node(child.key[:split_len], child.value[:split_len].clone(), parent)
         new.lock_ref = child.lock_ref
         new.priority = child.priority
         new.hit_count = child.hit_count
-        new.last_access_time = child.last_access_time
+        if self.tlru:
+            new.tlru_cached_prefix_len = parent.tlru_cached_prefix_len + split_len
+            new.tlru_history_len = child.tlru_history_len
         parent.children[child_key(new.key.token_ids, 0, page, extra)] = new
         child.key = child.key[split_len:]
-        child.value = child.value[split_len:]
+        child.value = child.value[split_len:].clone()
         child.parent = new
         new.children[child_key(child.key.token_ids, 0, page, extra)] = child
         self.num_nodes += 1
         return new
 
-    # ------------------------------------------------------------------ insert
-    def insert(self, key: RadixKey, value: torch.Tensor | None = None, priority: int = 0) -> int:
-        """Insert ``key`` with KV slots ``value`` (int64 ``[len(key)]``); returns the length of
-        the prefix that was already cached (its slots in ``value`` are duplicates for the caller
-        to free).
+    def _set_tlru_lengths(self, leaf: TreeNode, parent: TreeNode) -> None:
+        """A new leaf's depth, raised into every ancestor's high-water mark (sglang 0.5.23
+        ``unified_tree_core._set_tlru_lens_and_raise_history``)."""
+        depth = parent.tlru_cached_prefix_len + len(leaf.key.token_ids)
+        leaf.tlru_cached_prefix_len = depth
+        leaf.tlru_history_len = max(leaf.tlru_history_len, depth)
+        cur: TreeNode | None = parent
+        while cur is not None and cur.tlru_history_len < depth:
+            cur.tlru_history_len = depth
+            cur = cur.parent
 
-        Mutates: on the walked path ``last_access_time``, ``hit_count += 1`` and
-        ``priority = max(priority, ...)``; may split one node per partially matched edge; adds one
-        leaf for the uncached rest (``evictable_size_ += len(rest)``).
-        Raises ``ValueError`` if ``len(key)`` is not a multiple of ``page_size`` or ``value`` is
-        not int64 or has another length. Mirrors SGLang ``insert`` / ``_insert_helper``.
+    # ------------------------------------------------------------------ insert
+    def insert(
+        self,
+        key: RadixKey,
+        value: torch.Tensor | None = None,
+        priority: int = 0,
+        inserted_len: int = 0,
+    ) -> int:
+        """Insert ``key`` with KV slots ``value`` (int64 ``[>= len(key)]``); returns the length
+        of the prefix that was already cached (its slots in ``value`` are duplicates for the
+        caller to free).
+
+        The key is cut to whole pages and ``value`` to the key's length (SGLang truncates, never
+        raises); the tree keeps a clone of the new part of ``value``, never a view of the
+        caller's tensor. ``inserted_len``: tokens of this key the same request inserted before
+        (0.5.23 ``req.kv.cache_inserted_len``): only nodes ending beyond it count a hit.
+        Mutates: reads the clock once; sets ``last_access_time`` of the root and every walked
+        node; raises ``priority`` to ``max(priority, ...)`` on the root, every fully matched
+        node and the upper half of a split (not the lower half); ``hit_count += 1`` on every
+        walked node (the upper half of a split) ending beyond ``inserted_len``; splits at most
+        one node; adds one leaf for the uncached rest (``hit_count`` 1 when it ends beyond
+        ``inserted_len``, ``evictable_size_ += len(rest)``).
+        Raises ``ValueError`` if ``value`` is not int64 or shorter than the key.
+        Mirrors ``RadixCache.insert`` / ``_insert_helper`` of sglang 0.5.23.
         """
         page = self.page_size
         tokens = key.token_ids
-        if len(tokens) % page:
-            raise ValueError(f"insert: key length {len(tokens)} is not a multiple of page {page}")
+        n_tok = len(tokens) // page * page
+        if n_tok < len(tokens):
+            tokens = tokens[:n_tok]
+            key = key[:n_tok]
         if value is None:
             value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
-        elif key.is_bigram and value.numel() > len(tokens):
-            value = value[: len(tokens)]  # SGLang (EAGLE): value len == bigram key len
         if value.dtype != torch.int64:
             raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
-        if value.numel() != len(tokens):
-            raise ValueError(f"insert: value has {value.numel()} slots for {len(tokens)} tokens")
-        self._clock += 1
-        now = self._clock
+        if value.numel() < n_tok:
+            raise ValueError(f"insert: value has {value.numel()} slots for {n_tok} tokens")
+        now = self.clock()
         node = self.root
         node.last_access_time = now
+        if priority > node.priority:
+            node.priority = priority
         extra = key.namespace
         common_prefix = self.matcher.common_prefix
-        offset, n_tok = 0, len(tokens)
+        on_change = self.evictor.on_change
+        offset = 0
         while offset < n_tok:
             ck = child_key(tokens, offset, page, extra)
             child = node.children.get(ck)
             if child is None:
-                leaf = self._new_node(key[offset:], value[offset:], node, priority)
+                leaf = self._new_node(key[offset:], value[offset:n_tok].clone(), node, priority)
+                if n_tok > inserted_len:
+                    leaf.hit_count = 1
+                if self.tlru:
+                    self._set_tlru_lengths(leaf, node)
                 node.children[ck] = leaf
                 self.num_nodes += 1
                 self.evictable_size_ += n_tok - offset
-                self._refresh(leaf)
                 self._refresh(node)
+                self._refresh(leaf)
                 return offset
-            n = common_prefix(child.key.token_ids, tokens, offset, page)
-            # As SGLang, the child is touched before a split, so both halves carry the access.
             child.last_access_time = now
-            child.hit_count += 1
+            n = common_prefix(child.key.token_ids, tokens, offset, page)
+            offset += n
+            if n < len(child.key):
+                if child.evictable:
+                    on_change(child)  # the lower half keeps its priority and hits, not its time
+                child = self._split_node(child, n)
             if priority > child.priority:
                 child.priority = priority
+            if offset > inserted_len:
+                child.hit_count += 1
             if child.evictable:
-                self.evictor.on_change(child)
-            if n < len(child.key):
-                child = self._split_node(child, n)
+                on_change(child)
             node = child
-            offset += n
         return offset
 
     # ------------------------------------------------------------------ locks
@@ -299,19 +358,46 @@ class RadixCache:
         return n
 
     # ------------------------------------------------------------------ requests
-    def cache_finished_req(self, req: CacheReq) -> int:
-        """Insert a finished request's tokens and release it; see ``requests.cache_finished_req``
-        (mirrors SGLang ``cache_finished_req`` @ a7ec6b97)."""
-        from radixbench.cache.requests import cache_finished_req
+    def lock(self, node: TreeNode) -> TreeNode:
+        """Lock the path root..node for one holder; the handle to give ``unlock`` (here the node
+        itself). Mirrors ``BasePrefixCache.lock`` of sglang 0.5.23 (which returns a
+        ``TreeLock``)."""
+        self.inc_lock_ref(node)
+        return node
 
-        return cache_finished_req(self, req)
+    def unlock(self, handle: TreeNode | None) -> None:
+        """Release a ``lock`` handle; ``None`` is a no-op (``BasePrefixCache.unlock``)."""
+        if handle is not None:
+            self.dec_lock_ref(handle)
 
-    def cache_unfinished_req(self, req: CacheReq, key: RadixKey) -> int:
-        """Cache a chunked-prefill request's filled tokens ``key``; see
-        ``requests.cache_unfinished_req`` (mirrors SGLang ``cache_unfinished_req`` @ a7ec6b97)."""
-        from radixbench.cache.requests import cache_unfinished_req
+    def path_device_indices(self, node: TreeNode) -> torch.Tensor:
+        """int64 ``[depth tokens]`` KV slots on the path root..node, a fresh tensor
+        (``RadixCache.path_device_indices`` of sglang 0.5.23). Mutates nothing."""
+        values = []
+        root = self.root
+        while node is not root:
+            values.append(node.value)
+            assert node.parent is not None
+            node = node.parent
+        if not values:
+            return self._empty
+        values.reverse()
+        return torch.cat(values)
 
-        return cache_unfinished_req(self, req, key)
+    def checkpoint(self, req: CacheReq, up_to: int) -> None:
+        """Publish what a running request has computed so far (its first ``up_to`` tokens),
+        so that other requests can match it; see ``requests.checkpoint`` (mirrors
+        ``RadixCache.checkpoint`` of sglang 0.5.23)."""
+        from radixbench.cache.requests import checkpoint
+
+        checkpoint(self, req, up_to)
+
+    def release(self, req: CacheReq, owned_len: int, checkpoint: bool) -> None:
+        """Give a request's KV row back (finish: ``checkpoint=True``; retraction or abort:
+        ``False``); see ``requests.release`` (mirrors ``release_kv_cache`` of sglang 0.5.23)."""
+        from radixbench.cache.requests import release
+
+        release(self, req, owned_len, checkpoint)
 
     def pretty_print(self, file: TextIO | None = None, max_tokens: int = 8) -> None:
         """Print the tree, one node per line indented by depth: id, token count, first

@@ -1,17 +1,16 @@
-"""Request-level cache operations: caching a finished request and a chunked-prefill chunk.
+"""Request-level cache operations: publishing a running request's KV and releasing a request.
 
-Mirror SGLang ``RadixCache.cache_finished_req`` / ``cache_unfinished_req``
-(python/sglang/srt/mem_cache/radix_cache.py @ a7ec6b97). Kept apart from the tree code: they only
-combine the tree's public operations with the request's ``req_to_token`` row and the allocator.
-Bigram (EAGLE) keys work unchanged: a bigram key of ``B`` bigrams covers ``B`` KV slots.
+Mirror sglang 0.5.23: ``RadixCache.checkpoint`` / ``_insert_cache``
+(``sglang/srt/mem_cache/radix_cache.py``), called after every extend step for every request that
+did not finish (``checkpoint_kv_cache`` in ``mem_cache/common.py``, from the batch result
+processor and ``stash_chunked_request``), and ``release_kv_cache`` (``mem_cache/common.py``) for a
+``RadixCache``: on finish with a checkpoint first, on retraction (``release_req``) without.
+Kept apart from the tree code: they only combine the tree's public operations with the request's
+``req_to_token`` row and the allocator, so the SGLang adapter can run the same request flows.
 
-Pages (``page_size > 1``): the tree holds whole pages only. After a chunk, ``prefix_indices`` is
-the tree's slots followed by the request's own unaligned tail, so the part the tree protects is
-``len(prefix_indices)`` rounded down to a page (SGLang's ``cache_protected_len``, introduced
-because freeing from the unrounded length leaks the tail with a token allocator); duplicate
-slots are freed from there. With the paged allocator a free returns every page it touches, so
-the tail's page is freed exactly once: with the duplicates when the tree already holds that
-page, else with the unaligned remainder of a finished request (or inserted with the next chunk).
+Pages (``page_size > 1``): the tree holds whole pages only; ``req.cache_protected_len`` (page
+aligned) marks the part of the row the tree owns, so the partial last page stays the request's
+and is freed by the next checkpoint's duplicates or by ``release``.
 """
 
 from __future__ import annotations
@@ -20,10 +19,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from radixbench.cache.key import RadixKey
+
 if TYPE_CHECKING:
     from radixbench.cache.allocator import ReqToTokenPool
-    from radixbench.cache.key import RadixKey
     from radixbench.cache.radix_cache import CacheReq, RadixCache
+
+#: SGLang clamps the prompt split's ``priority + 1`` to int64's max.
+_INT64_MAX = (1 << 63) - 1
 
 
 def _pool(cache: RadixCache) -> ReqToTokenPool:
@@ -32,72 +35,74 @@ def _pool(cache: RadixCache) -> ReqToTokenPool:
     return cache.req_to_token_pool
 
 
-def _protected_len(cache: RadixCache, req: CacheReq) -> int:
-    """Tokens of ``req``'s prefix held by the tree: ``len(prefix_indices)`` floored to a page."""
-    return req.prefix_indices.numel() // cache.page_size * cache.page_size
+def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
+    """Insert ``req.token_ids()[:up_to]`` (whose KV is in ``req_to_token[req.req_pool_idx,
+    :up_to]``) and make the request hold the tree's copy.
 
+    Steps, as ``RadixCache.checkpoint`` / ``_insert_cache`` of sglang 0.5.23: insert the
+    page-aligned key with the row's slots (a copy), ``inserted_len = req.cache_inserted_len``
+    and the request's priority; raise ``cache_inserted_len`` to the key length; when the key
+    runs past the prompt, insert the page-aligned prompt again with ``inserted_len`` = its length
+    and priority ``priority + 1`` (it splits the leaf at the prompt boundary so eviction can drop
+    the output KV first); free the row's slots ``[cache_protected_len, prefix_len)``, duplicates
+    of what the tree already held; re-match the key, rewrite ``req_to_token[row,
+    cache_protected_len:]`` with the tree's slots; set ``cache_protected_len`` to the key
+    length; move the lock (``req.lock``) to the new last node and set ``req.last_node``.
 
-def cache_finished_req(cache: RadixCache, req: CacheReq) -> int:
-    """Insert a finished request's tokens, free its duplicate and unaligned KV slots, free its
-    ``req_to_token`` row and unlock its prefix. Returns the already-cached prefix length (tokens).
-
-    Reads ``req_to_token[req.req_pool_idx, :len(tokens)]`` (int32). Mutates the tree, the
-    allocator (frees the tail beyond the last whole page and the slots of
-    ``[protected, new_prefix_len)``, duplicates of what the tree holds; ``protected`` =
-    ``len(prefix_indices)`` floored to a page), the pool row and the locks. Raises
-    ``RuntimeError`` without a ``ReqToTokenPool``.
+    Mutates the tree, the allocator, the ``req_to_token`` row and ``req`` (``lock``,
+    ``last_node``, ``cache_protected_len``, ``cache_inserted_len``). Raises ``RuntimeError``
+    without a ``ReqToTokenPool``; ``AssertionError`` if the re-match misses part of the key.
     """
     pool = _pool(cache)
-    key = req.committed_token_ids()
-    kv = pool.req_to_token[req.req_pool_idx, : len(key)].to(dtype=torch.int64, copy=True)
-    aligned = len(key) // cache.page_size * cache.page_size
-    if aligned < len(key):
-        cache.allocator.free(kv[aligned:])
-        key, kv = key[:aligned], kv[:aligned]
-    old_prefix_len = _protected_len(cache, req)
-    new_prefix_len = cache.insert(key, kv)
-    # The slots of [old_prefix_len, new_prefix_len) duplicate what another request cached
-    # meanwhile; the tree keeps its own copy.
-    if new_prefix_len > old_prefix_len:
-        cache.allocator.free(kv[old_prefix_len:new_prefix_len])
-    pool.free(req.req_pool_idx)
-    cache.dec_lock_ref(req.last_node)
-    return new_prefix_len
-
-
-def cache_unfinished_req(cache: RadixCache, req: CacheReq, key: RadixKey) -> int:
-    """Cache the filled part of a request in chunked prefill, keeping the request running.
-
-    ``key``: the tokens whose KV is written in ``req_to_token[req.req_pool_idx, :len(key)]``
-    (SGLang ``req.fill_ids``). Steps, as SGLang: insert the page-aligned part; free the KV slots
-    of ``[protected, new_prefix_len)`` (another request cached them meanwhile; the tree keeps its
-    own; ``protected`` = ``len(prefix_indices)`` floored to a page, SGLang's
-    ``cache_protected_len``); re-match to get the tree's slots and last node; rewrite
-    ``req_to_token[row, protected:matched]`` with the tree's slots; move the lock from
-    ``req.last_node`` to the new last node; set ``req.prefix_indices`` to the tree's slots
-    followed by the request's own unaligned tail, and ``req.last_node``.
-    Returns the new matched prefix length (tokens, page-aligned). Mutates tree, allocator, the
-    ``req_to_token`` row, locks and ``req``. Raises ``RuntimeError`` without a pool.
-    """
-    pool = _pool(cache)
+    page = cache.page_size
     row = req.req_pool_idx
-    n = len(key)
-    kv_row = pool.req_to_token[row, :n]
-    aligned = n // cache.page_size * cache.page_size
-    aligned_key = key[:aligned]
-    old_prefix_len = _protected_len(cache, req)
-    new_prefix_len = cache.insert(aligned_key, kv_row[:aligned].to(dtype=torch.int64, copy=True))
-    if new_prefix_len > old_prefix_len:
-        cache.allocator.free(kv_row[old_prefix_len:new_prefix_len].to(torch.int64))
-    match = cache.match_prefix(aligned_key)
-    matched = match.prefix_len
-    if matched > old_prefix_len:
-        pool.write(row, old_prefix_len, match.device_indices[old_prefix_len:])
-    cache.dec_lock_ref(req.last_node)
-    cache.inc_lock_ref(match.last_node)
-    tail = pool.req_to_token[row, matched:n].to(dtype=torch.int64, copy=True)
-    req.prefix_indices = (
-        torch.cat([match.device_indices, tail]) if tail.numel() else (match.device_indices)
-    )
+    token_ids = req.token_ids()[:up_to]
+    n = len(token_ids) // page * page
+    extra, salt = req.extra_key, getattr(req, "cache_salt", None)
+    key = RadixKey(token_ids[:n] if n < len(token_ids) else token_ids, extra, salt)
+    kv_row = pool.req_to_token[row, : len(token_ids)]
+    values = kv_row[:n].to(dtype=torch.int64, copy=True)
+    priority = req.priority or 0
+    prefix_len = cache.insert(key, values, priority, req.cache_inserted_len)
+    req.cache_inserted_len = max(req.cache_inserted_len, n)
+    n_prompt = min(req.origin_input_len, len(token_ids)) // page * page
+    if 0 < n_prompt < n:
+        cache.insert(key[:n_prompt], values[:n_prompt], min(priority + 1, _INT64_MAX), n_prompt)
+    protected = req.cache_protected_len
+    if prefix_len > protected:
+        cache.allocator.free(kv_row[protected:prefix_len].to(torch.int64))
+    match = cache.match_prefix(key)
+    assert match.prefix_len == n, (match.prefix_len, n)
+    if n > protected:
+        pool.write(row, protected, match.device_indices[protected:])
+    req.cache_protected_len = n
+    cache.unlock(req.lock)
+    req.lock = cache.lock(match.last_node)
     req.last_node = match.last_node
-    return matched
+
+
+def release(cache: RadixCache, req: CacheReq, owned_len: int, checkpoint_first: bool) -> None:
+    """Give ``req``'s KV row back: with ``checkpoint_first`` (a finished request) first
+    ``checkpoint(req, owned_len)``; then free the row's slots ``[cache_protected_len,
+    owned_len)`` (the request's own KV: the unaligned tail, or everything uncached on a
+    retraction), unlock ``req.lock`` and free the ``req_to_token`` row.
+
+    ``owned_len``: tokens whose KV the request wrote (0.5.23 ``Req.owned_kv_len``: input +
+    output minus the last sampled token). Slots the request allocated beyond ``owned_len`` are
+    the caller's to free (0.5.23 ``_release_overallocated_kv_indices``). Mirrors
+    ``release_kv_cache`` of sglang 0.5.23 for a ``RadixCache``. Mutates the tree, the allocator,
+    the pool and ``req`` (``lock`` and ``last_node`` become ``None``). Raises ``RuntimeError``
+    without a ``ReqToTokenPool``.
+    """
+    pool = _pool(cache)
+    if checkpoint_first:
+        checkpoint(cache, req, owned_len)
+    protected = req.cache_protected_len
+    if owned_len > protected:
+        cache.allocator.free(
+            pool.req_to_token[req.req_pool_idx, protected:owned_len].to(torch.int64)
+        )
+    cache.unlock(req.lock)
+    req.lock = None
+    req.last_node = None
+    pool.free(req.req_pool_idx)

@@ -6,7 +6,6 @@ a cost model. Every cache operation and batch build is timed with ``perf_counter
 """
 
 from radixbench.sim.batch import FLATTENERS, BatchBuilder, ScheduleBatch
-from radixbench.sim.chunked import cache_unfinished_req
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model, preset_names
 from radixbench.sim.instrument import OpRecorder, instrument
@@ -37,7 +36,6 @@ __all__ = [
     "Variant",
     "VariantResult",
     "VariantSim",
-    "cache_unfinished_req",
     "instrument",
     "load_cost_model",
     "preset_names",

@@ -76,7 +76,7 @@ def kv_account(cache: RadixCache, live: Iterable[Req]) -> KVAccount:
     held_pages, n_live = 0, 0
     for req in live:
         n_live += 1
-        start = req.prefix_indices.numel() // ps * ps
+        start = req.cache_protected_len
         row = pool.req_to_token[req.req_pool_idx]
         protected = row[:start].to(torch.int64)
         if protected.numel() and bool((owner[protected // ps] != -1).any()):

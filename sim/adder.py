@@ -92,9 +92,9 @@ class PrefillAdder:
             return NO_TOKEN
         if input_tokens >= self.rem_input and self.can_run:
             return OTHER
-        cache.inc_lock_ref(match.last_node)
+        lock = cache.lock(match.last_node)
         if total >= self.rem_total():  # the lock took the prefix out of `evictable`
-            cache.dec_lock_ref(match.last_node)
+            cache.unlock(lock)
             return NO_TOKEN
         chunked = self.rem_chunk is not None and input_tokens > self.rem_chunk
         trunc = 0
@@ -102,10 +102,12 @@ class PrefillAdder:
             assert self.rem_chunk is not None
             trunc = self.rem_chunk // self.page_size * self.page_size  # whole pages
             if trunc <= 0:  # less than a page of chunk budget left
-                cache.dec_lock_ref(match.last_node)
+                cache.unlock(lock)
                 return OTHER
         req.prefix_indices = match.device_indices
         req.last_node = match.last_node
+        req.lock = lock
+        req.cache_protected_len = prefix  # 0.5.23: the tree owns the matched prefix
         if req.prefix_hit_tokens < 0:
             req.prefix_hit_tokens = prefix
         if not chunked:

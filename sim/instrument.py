@@ -2,11 +2,11 @@
 
 ``OpRecorder`` keeps columnar lists (cheap appends, one DataFrame at the end, schema in
 docs/CONTRACTS.md). ``instrument(cache, recorder, clock)`` wraps a ``RadixCache`` instance's
-public operations in place, so calls the cache makes to itself (``cache_finished_req`` ->
-``insert`` / ``dec_lock_ref``) are timed too. The recorded time is wall time of the call alone;
+public operations in place, so calls the cache makes to itself (``checkpoint`` / ``release`` ->
+``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref``) are timed too. The recorded time is wall time of the call alone;
 tree statistics are read before the timer starts. In the isolated clock mode nothing measured
 is added to simulated time; in the coupled mode the scheduler takes ``take_charge_ns()`` (the
-top-level calls only: ``insert`` inside ``cache_finished_req`` is not counted twice) and adds it
+top-level calls only: ``insert`` inside ``checkpoint`` is not counted twice) and adds it
 to the step's duration.
 """
 
@@ -84,7 +84,7 @@ class OpRecorder:
 
 def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -> RadixCache:
     """Wrap ``cache``'s match_prefix / insert / evict / inc_lock_ref / dec_lock_ref /
-    cache_finished_req so each call is timed and recorded; returns the same (mutated) cache.
+    checkpoint / release so each call is timed and recorded; returns the same (mutated) cache.
 
     ``key_len`` is the key's tokens (evict: tokens asked for; lock ops: tokens on the path is not
     computed, 0); ``result`` is the matched / already-cached / evicted tokens or the size delta.
@@ -121,5 +121,6 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
     cache.evict = timed("evict", lambda k: k, lambda r: r.num_evicted)
     cache.inc_lock_ref = timed("inc_lock_ref", no_key, int)
     cache.dec_lock_ref = timed("dec_lock_ref", no_key, int)
-    cache.cache_finished_req = timed("cache_finished_req", lambda r: r.seq_len, int)
+    cache.checkpoint = timed("checkpoint", lambda r, up_to: up_to, lambda _: 0)
+    cache.release = timed("release", lambda r, owned, ckpt: owned, lambda _: 0)
     return cache

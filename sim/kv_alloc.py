@@ -125,14 +125,7 @@ class SlotAllocator:
 
     # ------------------------------------------------------------------ release
     def own_start(self, req: Req) -> int:
-        """First position of ``req``'s KV that the tree does not hold: ``len(prefix_indices)``
-        rounded down to a page (SGLang ``last_uncached_pos`` / ``cache_protected_len``: after a
-        chunk the prefix ends with the request's own unaligned tail)."""
-        ps = self.page_size
-        return req.prefix_indices.numel() // ps * ps
-
-    def free_uncached(self, req: Req) -> None:
-        """Free ``req``'s own KV slots ``req_to_token[row, own_start : seq_len]`` (whole pages
-        when paged), as SGLang ``ScheduleBatch.release_req`` on retraction. Mutates the pool."""
-        row = self.pool.req_to_token[req.req_pool_idx]
-        self.allocator.free(row[self.own_start(req) : req.seq_len].to(torch.int64))
+        """First position of ``req``'s KV that the tree does not hold: 0.5.23's
+        ``req.kv.cache_protected_len`` (page aligned; a chunk's or a checkpoint's unaligned tail
+        stays the request's)."""
+        return req.cache_protected_len

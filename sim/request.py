@@ -4,10 +4,10 @@ retraction back to waiting when decode runs out of KV slots."""
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 import torch
 
-from radixbench.cache.key import RadixKey
 from radixbench.cache.node import TreeNode
 
 
@@ -16,14 +16,19 @@ class Req:
 
     ``input_ids``/``output_ids``: ``array('q')`` token ids. ``fill_ids``: the tokens whose KV the
     next extend step leaves in ``req_to_token`` (input + outputs so far, truncated to the chunk
-    during chunked prefill). ``prefix_indices``: int64 KV slots of the cached prefix (matched at
-    admission, refreshed by ``cache_unfinished_req``); ``last_node``: the locked tree node ending
-    it. ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
+    during chunked prefill). ``prefix_indices``: int64 KV slots of the tokens already computed
+    before the next extend (matched at admission; after a chunk, the row's first
+    ``len(fill_ids)`` slots). ``last_node``: the tree node ending the request's published
+    prefix, locked by ``lock`` (the cache's handle). ``cache_protected_len`` (page aligned) /
+    ``cache_inserted_len``: 0.5.23's ``req.kv`` fields — the row's first tokens that the tree
+    owns, and the tokens this request has inserted into the tree (both reset on retraction). ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
     every output token. ``retractions``: times decode retracted it.
     """
 
     __slots__ = (
         "arrival_s",
+        "cache_inserted_len",
+        "cache_protected_len",
         "extra_key",
         "fill_ids",
         "finish_s",
@@ -31,11 +36,13 @@ class Req:
         "input_ids",
         "input_len",
         "last_node",
+        "lock",
         "output_ids",
         "output_len",
         "output_plan",
         "prefix_hit_tokens",
         "prefix_indices",
+        "priority",
         "req_pool_idx",
         "retractions",
         "rid",
@@ -56,6 +63,10 @@ class Req:
         self.extra_key: str | None = None
         self.prefix_indices = torch.empty(0, dtype=torch.int64)
         self.last_node: TreeNode | None = None
+        self.lock: Any = None
+        self.priority = 0
+        self.cache_protected_len = 0
+        self.cache_inserted_len = 0
         self.req_pool_idx = -1
         self.seq_len = 0
         self.prefix_hit_tokens = -1  # set at the first admission
@@ -78,11 +89,22 @@ class Req:
         ``init_next_round_input``)."""
         return self.input_ids + self.output_ids if self.output_ids else self.input_ids
 
-    def committed_token_ids(self) -> RadixKey:
-        """Tokens with KV in ``req_to_token``: the first ``seq_len`` of input + output."""
-        n_in = len(self.input_ids)
-        if self.seq_len <= n_in:
-            ids = self.input_ids if self.seq_len == n_in else self.input_ids[: self.seq_len]
-        else:
-            ids = self.input_ids + self.output_ids[: self.seq_len - n_in]
-        return RadixKey(ids, self.extra_key)
+    token_ids = full_ids  # the cache's CacheReq protocol (0.5.23 ``full_untruncated_fill_ids``)
+
+    @property
+    def origin_input_len(self) -> int:
+        """Prompt tokens (0.5.23 ``len(req.origin_input_ids)``)."""
+        return self.input_len
+
+    def reset_for_retract(self) -> None:
+        """Back to waiting after ``release`` freed the KV (0.5.23 ``Req.reset_for_retract``):
+        nothing cached, nothing locked; outputs so far are kept and re-prefilled."""
+        self.req_pool_idx = -1
+        self.prefix_indices = torch.empty(0, dtype=torch.int64)
+        self.last_node = None
+        self.lock = None
+        self.cache_protected_len = 0
+        self.cache_inserted_len = 0
+        self.seq_len = 0
+        self.retractions += 1
+        self.status = "waiting"

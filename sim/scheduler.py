@@ -7,13 +7,16 @@ request. Before a decode step ``update_running_batch`` checks that the pages the
 free (one slot per request when ``page_size`` is 1; evicting if not) and otherwise *retracts*
 requests (``retract_decode``): fewest decoded tokens first, longest input on ties; their uncached
 KV is freed (whole pages), their prefix unlocked, and they go back to the end of the waiting
-queue to be re-prefilled with input + output so far. ``new_token_ratio`` then jumps to the
+queue to be re-prefilled with input + output so far. After every extend step each request that did
+not finish publishes what it computed (``RadixCache.checkpoint``, as sglang 0.5.23's
+``checkpoint_kv_cache``), so requests arriving meanwhile can match it; a finished request is
+released with a final checkpoint, a retracted one without (``release_kv_cache``). ``new_token_ratio`` then jumps to the
 observed ratio and otherwise decays each decode step. KV slots are allocated per token or per
 page by ``sim.kv_alloc.SlotAllocator`` (SGLang ``alloc_for_extend`` / ``alloc_for_decode``).
 
 Step time = cost model forward time (includes ``step_overhead_s``) + in the ``coupled`` clock
 mode the measured CPU time of the step's top-level cache operations and batch builds (work done
-after a step, e.g. ``cache_finished_req``, is charged to the next step).
+after a step, e.g. ``release`` of a finished request, is charged to the next step).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.radix_cache import RadixCache
 from radixbench.sim.adder import CONTINUE, NO_TOKEN, PrefillAdder
 from radixbench.sim.batch import BatchBuilder
-from radixbench.sim.chunked import cache_unfinished_req
 from radixbench.sim.config import SimConfig
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_alloc import SlotAllocator
@@ -191,7 +193,8 @@ class Scheduler:
     def _finish(self, req: Req) -> None:
         req.finish_s = self.env.now
         req.status = "finished"
-        self.cache.cache_finished_req(req)
+        # 0.5.23 release_kv_cache(checkpoint=True): the KV of every token but the last sampled
+        self.cache.release(req, req.seq_len, True)
         req.release_tokens()
         self.admission_dirty = True
         self.on_finish(req)
@@ -205,10 +208,12 @@ class Scheduler:
         self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
         yield self.env.timeout(step_s)
         now = self.env.now
+        cache = self.cache
         for r in batch:
-            r.seq_len = len(r.fill_ids)
-            if r is self.chunked_req:  # more chunks to come: cache what is computed so far
-                cache_unfinished_req(self.cache, r)
+            n = r.seq_len = len(r.fill_ids)
+            if r is self.chunked_req:  # more chunks to come: publish what is computed so far
+                cache.checkpoint(r, n)
+                r.prefix_indices = self.pool.req_to_token[r.req_pool_idx, :n].to(torch.int64)
                 continue
             if not r.output_plan:
                 r.output_plan = output_tokens(r.rid, r.output_len)
@@ -219,6 +224,7 @@ class Scheduler:
             if len(r.output_ids) >= r.output_len:
                 self._finish(r)
             else:
+                cache.checkpoint(r, n)  # 0.5.23 checkpoint_kv_cache: others can match it now
                 self.running.append(r)
 
     def _retract_decode(self) -> None:
@@ -237,17 +243,10 @@ class Scheduler:
             first = False
             req = running[order.pop()]
             retracted.append(req)
-            self.slots.free_uncached(req)
-            self.pool.free(req.req_pool_idx)
-            assert req.last_node is not None
-            self.cache.dec_lock_ref(req.last_node)
+            # 0.5.23 release_req: release_kv_cache(checkpoint=False), then evict for the rest
+            self.cache.release(req, req.seq_len, False)
             self.slots.evict_if_needed(len(order) * self.cfg.retract_decode_steps)
-            req.req_pool_idx = -1
-            req.prefix_indices = torch.empty(0, dtype=torch.int64)
-            req.last_node = None
-            req.seq_len = 0
-            req.retractions += 1
-            req.status = "waiting"
+            req.reset_for_retract()
         self.running = [running[i] for i in order]
         decoded = sum(len(r.output_ids) for r in self.running)
         max_new = sum(r.output_len for r in self.running)

@@ -25,6 +25,7 @@ def setup():
     r = Req(0, 0.0, array("q", range(1, 11)), 4)
     r.req_pool_idx, r.seq_len = 1, 10
     r.prefix_indices = tree
+    r.cache_protected_len = 8
     pool.req_to_token[1, :10] = torch.cat([tree, own[:2]]).to(torch.int32)
     return cache, alloc, pool, r
 
@@ -47,7 +48,7 @@ def test_a_leaked_page_is_reported() -> None:
 
 def test_a_page_held_by_the_tree_and_a_request_is_reported() -> None:
     cache, _, _, r = setup()
-    r.prefix_indices = r.prefix_indices[:4]  # claims tree page 2 as its own
+    r.cache_protected_len = 4  # claims tree page 2 as its own
     with pytest.raises(KVAccountingError, match="also held"):
         kv_account(cache, [r])
 

@@ -1,0 +1,369 @@
+"""Run SGLang's real ``RadixCache`` behind radixbench's cache API.
+
+``SGLangCache`` wraps an instance of the ``cache_class`` of a ``LoadedSGLang``
+(``sglang_loader.load_sglang``), built as the scheduler of sglang 0.5.23 builds it:
+``RadixCache(CacheInitParams(disable=False, req_to_token_pool=..., token_to_kv_pool_allocator=
+..., page_size=..., eviction_policy=..., eviction_policy_config=...))``, and presents the API of
+``radixbench.cache.radix_cache.RadixCache`` so the simulator drives both alike. Every tree
+operation is SGLang's own code; the adapter only converts keys and results, and adds:
+
+* a clock: SGLang reads ``time.monotonic()`` in ``TreeNode.__init__`` (twice: access, then
+  creation time), ``_match_prefix_helper`` and ``_insert_helper``. The loaded module's ``time``
+  global is replaced by a ``_TimeShim`` whose ``monotonic`` calls the clock of the adapter
+  being driven (set on entry of each call) and whose other attributes are the real ``time``'s;
+* per-adapter node ids: SGLang numbers nodes with the class-wide ``TreeNode.counter``; the
+  adapter sets it to its own next id on entry and reads it back on exit, so ids start at 0
+  (the root) in each adapter, as in radixbench's cache, and ``num_nodes`` is kept in O(1) from
+  the ids handed out minus the leaves deleted;
+* eviction victims: the instance's ``_delete_leaf`` is wrapped to record node ids in order.
+
+Both swaps make adapters of one loaded module safe to interleave in one thread, not across
+threads. Not supported: bigram (EAGLE) keys (``ValueError``: SGLang turns the whole tree into
+bigram mode with ``is_eagle``, radixbench packs bigrams per key), policy ``tlru``
+(``ValueError``: 0.5.23's ``RadixCache`` keeps no T-LRU lengths; only ``UnifiedRadixCache``
+does), KV events and metrics (their modules are stubbed by the loader).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from array import array
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
+from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang_loader import LoadedSGLang
+
+#: Eviction policies of 0.5.23's ``get_eviction_strategy`` that its ``RadixCache`` supports.
+SGLANG_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
+
+
+class _TimeShim:
+    """Stands in for the ``time`` module in a loaded SGLang module: ``monotonic()`` returns
+    ``clock()``; every other attribute is the real ``time`` module's."""
+
+    def __init__(self, real: ModuleType) -> None:
+        self._real = real
+        self.clock: Callable[[], float] = real.monotonic
+
+    def monotonic(self) -> float:
+        return self.clock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _install_time_shim(module: ModuleType) -> _TimeShim | None:
+    """Replace ``module.time`` by a ``_TimeShim`` (once); ``None`` if it has no ``time``."""
+    current = getattr(module, "time", None)
+    if isinstance(current, _TimeShim):
+        return current
+    if current is not time:
+        return None
+    shim = _TimeShim(time)
+    module.time = shim  # type: ignore[attr-defined]
+    return shim
+
+
+class _AllocatorShim:
+    """The ``token_to_kv_pool_allocator`` SGLang sees: frees go to radixbench's allocator."""
+
+    def __init__(self, allocator: TokenToKVPoolAllocator, page_size: int) -> None:
+        self.allocator = allocator
+        self.device = allocator.device
+        self.page_size = page_size
+
+    def free(self, indices: torch.Tensor) -> None:
+        if indices.numel():
+            self.allocator.free(indices)
+
+    def free_segment(self, indices: torch.Tensor, start_pos: int = 0) -> None:
+        if indices.numel():
+            self.allocator.free(indices)
+
+    def available_size(self) -> int:
+        return self.allocator.available_size()
+
+
+class _ReqToTokenShim:
+    """The ``req_to_token_pool`` SGLang sees: radixbench's int32 ``req_to_token`` table."""
+
+    def __init__(self, pool: ReqToTokenPool) -> None:
+        self.req_to_token = pool.req_to_token
+
+    def write(self, indices: tuple[int, slice], values: torch.Tensor) -> None:
+        self.req_to_token[indices] = values.to(self.req_to_token.dtype)
+
+
+class _KvProxy:
+    __slots__ = ("cache_inserted_len", "cache_protected_len", "req_pool_idx", "swa_evict_floor")
+
+    def __init__(self, req_pool_idx: int, protected: int, inserted: int) -> None:
+        self.req_pool_idx = req_pool_idx
+        self.cache_protected_len = protected
+        self.cache_inserted_len = inserted
+        self.swa_evict_floor = 0
+
+
+class _ReqProxy:
+    """What 0.5.23's ``checkpoint`` / ``_insert_cache`` read and write of a ``Req``."""
+
+    def __init__(self, req: Any) -> None:
+        self.full_untruncated_fill_ids: array = req.token_ids()
+        self.kv = _KvProxy(req.req_pool_idx, req.cache_protected_len, req.cache_inserted_len)
+        self.extra_key = req.extra_key
+        self.cache_salt = getattr(req, "cache_salt", None)
+        self.priority = req.priority
+        self.origin_input_ids = range(req.origin_input_len)  # only its len is read
+        self.lock = req.lock
+        self.last_node = req.last_node
+
+
+class SGLangCache:
+    """SGLang's ``RadixCache`` (or a user's class) with radixbench's cache API.
+
+    ``req_to_token_pool`` / ``token_to_kv_pool_allocator``: radixbench's
+    (``allocator.ReqToTokenPool``, ``TokenToKVPoolAllocator`` or the paged one); SGLang sees
+    shims over them. ``config``: ``page_size``, ``policy`` (and ``policy_config`` when the
+    config has one, passed as ``eviction_policy_config``) are used; ``evictor`` / ``matcher``
+    are SGLang's own and ignored. ``clock``: replaces ``time.monotonic`` (default: a counter
+    1, 2, ... so runs are reproducible). Raises ``ValueError`` for a policy SGLang's
+    ``RadixCache`` does not support. Sizes are in tokens.
+    """
+
+    def __init__(
+        self,
+        req_to_token_pool: ReqToTokenPool | None,
+        token_to_kv_pool_allocator: TokenToKVPoolAllocator,
+        config: CacheConfig,
+        loaded: LoadedSGLang,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if config.policy not in SGLANG_POLICIES:
+            raise ValueError(
+                f"{loaded.label}: eviction policy {config.policy!r} is not supported by sglang "
+                f"{loaded.version}'s RadixCache (supported: {', '.join(SGLANG_POLICIES)})"
+            )
+        self.loaded = loaded
+        self.config = config
+        self.page_size = config.page_size
+        self.allocator = token_to_kv_pool_allocator
+        self.req_to_token_pool = req_to_token_pool
+        self.device = torch.device(token_to_kv_pool_allocator.device)
+        self.clock: Callable[[], float] = clock or itertools.count(1).__next__
+        mod = loaded.module
+        self._RadixKey = mod.RadixKey
+        self._node_cls = mod.TreeNode
+        bpc = loaded.base_prefix_cache
+        self._Match, self._Insert, self._Evict = (
+            bpc.MatchPrefixParams,
+            bpc.InsertParams,
+            bpc.EvictParams,
+        )
+        shims = (_install_time_shim(m) for m in (mod, loaded.user_module) if m is not None)
+        self._shims = [s for s in shims if s is not None]
+        policy_config = dict(getattr(config, "policy_config", ()) or ()) or None
+        params = loaded.cache_init_params.CacheInitParams(
+            disable=False,
+            req_to_token_pool=_ReqToTokenShim(req_to_token_pool) if req_to_token_pool else None,
+            token_to_kv_pool_allocator=_AllocatorShim(token_to_kv_pool_allocator, self.page_size),
+            page_size=self.page_size,
+            eviction_policy=config.policy,
+            eviction_policy_config=policy_config,
+        )
+        self._next_id = 0
+        self.num_nodes = 0
+        self._begin()
+        try:
+            self.sgl = loaded.cache_class(params)
+        finally:
+            self._end()
+        self.num_nodes = 0  # tree nodes excluding the root
+        self._victims: list[int] = []
+        delete_leaf = self.sgl._delete_leaf
+
+        def _delete_leaf(node: Any) -> Any:
+            self._victims.append(node.id)
+            self.num_nodes -= 1
+            return delete_leaf(node)
+
+        self.sgl._delete_leaf = _delete_leaf
+
+    # ------------------------------------------------------------------ plumbing
+    def _begin(self) -> None:
+        for shim in self._shims:
+            shim.clock = self.clock
+        self._node_cls.counter = self._next_id
+
+    def _end(self) -> None:
+        counter = self._node_cls.counter
+        self.num_nodes += counter - self._next_id
+        self._next_id = counter
+
+    def _key(self, key: RadixKey, copy: bool = False) -> Any:
+        if key.is_bigram:
+            raise ValueError(
+                f"{self.loaded.label}: bigram (EAGLE) keys are not supported by the SGLang "
+                "adapter (SGLang keys raw tokens and turns the whole tree bigram with is_eagle)"
+            )
+        ids = key.token_ids[:] if copy else key.token_ids
+        return self._RadixKey(ids, key.extra_key, cache_salt=key.cache_salt)
+
+    def implementation_info(self) -> dict[str, Any]:
+        """``label``, ``spec``, ``version``, ``origin``, ``class`` and ``files`` (sha256 by
+        path) of the SGLang code this cache runs, for reports."""
+        info = self.loaded
+        cls = info.cache_class
+        return {
+            "label": info.label,
+            "spec": info.spec,
+            "version": info.version,
+            "origin": info.origin,
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "files": dict(info.files),
+        }
+
+    # ------------------------------------------------------------------ state
+    @property
+    def root(self) -> Any:
+        """SGLang's root ``TreeNode`` (``children``, ``value``, ``id``, ``parent``...)."""
+        return self.sgl.root_node
+
+    @property
+    def num_evictable_leaves(self) -> int:
+        """Unlocked leaves (``len(evictable_leaves)``), O(1)."""
+        return len(self.sgl.evictable_leaves)
+
+    def reset(self) -> None:
+        """Drop the whole tree (KV slots are not freed); ids restart at 0. ``RadixCache.reset``."""
+        self._next_id = 0
+        self._begin()
+        try:
+            self.sgl.reset()
+        finally:
+            self._end()
+        self.num_nodes = 0
+
+    def evictable_size(self) -> int:
+        return int(self.sgl.evictable_size())
+
+    def protected_size(self) -> int:
+        return int(self.sgl.protected_size())
+
+    def total_size(self) -> int:
+        """``evictable_size() + protected_size()``: O(1), equal to SGLang's tree walk."""
+        return int(self.sgl.evictable_size() + self.sgl.protected_size())
+
+    # ------------------------------------------------------------------ tree
+    def match_prefix(self, key: RadixKey) -> MatchResult:
+        """``RadixCache.match_prefix(MatchPrefixParams(key=...))``: the longest cached prefix in
+        whole pages; ``device_indices`` = int64 ``path_device_indices(last_node)[:prefix_len]``.
+        Mutates access times (clock) and may split one node. Raises ``ValueError`` for bigram
+        keys."""
+        params = self._Match(key=self._key(key))
+        self._begin()
+        try:
+            r = self.sgl.match_prefix(params)
+        finally:
+            self._end()
+        node, n = r.last_device_node, r.device_prefix_len
+        indices = self.sgl.path_device_indices(node)[:n]
+        return MatchResult(indices.to(torch.int64), node, n)
+
+    def insert(
+        self,
+        key: RadixKey,
+        value: torch.Tensor | None = None,
+        priority: int = 0,
+        inserted_len: int = 0,
+    ) -> int:
+        """``RadixCache.insert(InsertParams(...))`` of the page-aligned key (token ids copied);
+        returns the already-cached prefix length (tokens), whose slots in ``value`` the caller
+        frees. Mutates the tree and sizes. Raises ``ValueError`` for bigram keys."""
+        params = self._Insert(
+            key=self._key(key, copy=True), value=value, priority=priority, inserted_len=inserted_len
+        )
+        self._begin()
+        try:
+            r = self.sgl.insert(params)
+        finally:
+            self._end()
+        return int(r.prefix_len)
+
+    def evict(self, num_tokens: int) -> EvictResult:
+        """``RadixCache.evict(EvictParams(num_tokens=...))``: frees the victims' slots through
+        the allocator; returns tokens evicted and the victims' node ids in eviction order."""
+        victims: list[int] = []
+        self._victims = victims
+        self._begin()
+        try:
+            r = self.sgl.evict(self._Evict(num_tokens=num_tokens))
+        finally:
+            self._end()
+        return EvictResult(int(r.num_tokens_evicted), victims)
+
+    def inc_lock_ref(self, node: Any) -> int:
+        """``RadixCache.inc_lock_ref``: change of the evictable size (<= 0)."""
+        return int(self.sgl.inc_lock_ref(node).delta)
+
+    def dec_lock_ref(self, node: Any) -> int:
+        """``RadixCache.dec_lock_ref``: change of the evictable size (>= 0)."""
+        return int(self.sgl.dec_lock_ref(node).delta)
+
+    def lock(self, node: Any) -> Any:
+        """``BasePrefixCache.lock``: a ``TreeLock`` handle for ``unlock``."""
+        return self.sgl.lock(node)
+
+    def unlock(self, handle: Any) -> None:
+        """``BasePrefixCache.unlock``; ``None`` is a no-op."""
+        self.sgl.unlock(handle)
+
+    def path_device_indices(self, node: Any) -> torch.Tensor:
+        """``RadixCache.path_device_indices``: KV slots root..node."""
+        return self.sgl.path_device_indices(node)
+
+    # ------------------------------------------------------------------ requests
+    def checkpoint(self, req: Any, up_to: int) -> None:
+        """Drives ``RadixCache.checkpoint(req, up_to=up_to)`` of sglang 0.5.23 on a proxy of
+        ``req`` (a ``CacheReq``: ``full_untruncated_fill_ids`` = ``req.token_ids()``, ``kv``
+        with ``swa_evict_floor = 0``), then copies ``cache_protected_len``,
+        ``cache_inserted_len``, ``lock`` and ``last_node`` back onto ``req``. Mutates the tree,
+        the allocator (duplicate slots freed) and ``req_to_token[req.req_pool_idx]``."""
+        proxy = _ReqProxy(req)
+        self._begin()
+        try:
+            self.sgl.checkpoint(proxy, up_to=up_to)
+        finally:
+            self._end()
+        req.cache_protected_len = proxy.kv.cache_protected_len
+        req.cache_inserted_len = proxy.kv.cache_inserted_len
+        req.lock = proxy.lock
+        req.last_node = proxy.last_node
+
+    def release(self, req: Any, owned_len: int, checkpoint: bool) -> None:
+        """Mirrors ``release_kv_cache`` of sglang 0.5.23 (``mem_cache/common.py``) for a
+        ``RadixCache``: with ``checkpoint``, ``self.checkpoint(req, owned_len)``; free
+        ``req_to_token[row, cache_protected_len:owned_len]`` through the allocator; unlock
+        ``req.lock``; ``req.lock = req.last_node = None``; free the ``req_to_token`` row. Slots
+        allocated beyond ``owned_len`` are the caller's (``_release_overallocated_kv_indices``).
+        Raises ``RuntimeError`` without a ``ReqToTokenPool``."""
+        pool = self.req_to_token_pool
+        if pool is None:
+            raise RuntimeError("release needs a ReqToTokenPool")
+        if checkpoint:
+            self.checkpoint(req, owned_len)
+        start = req.cache_protected_len
+        if owned_len > start:
+            self.allocator.free(
+                pool.req_to_token[req.req_pool_idx, start:owned_len].to(torch.int64)
+            )
+        self.sgl.unlock(req.lock)
+        req.lock = None
+        req.last_node = None
+        pool.free(req.req_pool_idx)
