@@ -20,7 +20,7 @@ operation is SGLang's own code; the adapter only converts keys and results, and 
 Both swaps make adapters of one loaded module safe to interleave in one thread, not across
 threads. Not supported: bigram (EAGLE) keys (``ValueError``: SGLang turns the whole tree into
 bigram mode with ``is_eagle``, radixbench packs bigrams per key), policy ``tlru``
-(``ValueError``: 0.5.23's ``RadixCache`` keeps no T-LRU lengths; only ``UnifiedRadixCache``
+(``SGLangLoadError``: 0.5.23's ``RadixCache`` keeps no T-LRU lengths; only ``UnifiedRadixCache``
 does), KV events and metrics (their modules are stubbed by the loader).
 """
 
@@ -30,7 +30,7 @@ import itertools
 import time
 from array import array
 from collections.abc import Callable
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
@@ -38,7 +38,7 @@ import torch
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang_loader import LoadedSGLang
+from radixbench.cache.sglang_loader import LoadedSGLang, SGLangLoadError
 
 #: Eviction policies of 0.5.23's ``get_eviction_strategy`` that its ``RadixCache`` supports.
 SGLANG_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
@@ -101,22 +101,17 @@ class _ReqToTokenShim:
         self.req_to_token[indices] = values.to(self.req_to_token.dtype)
 
 
-class _KvProxy:
-    __slots__ = ("cache_inserted_len", "cache_protected_len", "req_pool_idx", "swa_evict_floor")
-
-    def __init__(self, req_pool_idx: int, protected: int, inserted: int) -> None:
-        self.req_pool_idx = req_pool_idx
-        self.cache_protected_len = protected
-        self.cache_inserted_len = inserted
-        self.swa_evict_floor = 0
-
-
 class _ReqProxy:
     """What 0.5.23's ``checkpoint`` / ``_insert_cache`` read and write of a ``Req``."""
 
     def __init__(self, req: Any) -> None:
         self.full_untruncated_fill_ids: array = req.token_ids()
-        self.kv = _KvProxy(req.req_pool_idx, req.cache_protected_len, req.cache_inserted_len)
+        self.kv = SimpleNamespace(
+            req_pool_idx=req.req_pool_idx,
+            cache_protected_len=req.cache_protected_len,
+            cache_inserted_len=req.cache_inserted_len,
+            swa_evict_floor=0,  # no sliding window: ceil_align (stubbed) is never called
+        )
         self.extra_key = req.extra_key
         self.cache_salt = getattr(req, "cache_salt", None)
         self.priority = req.priority
@@ -133,8 +128,8 @@ class SGLangCache:
     shims over them. ``config``: ``page_size``, ``policy`` (and ``policy_config`` when the
     config has one, passed as ``eviction_policy_config``) are used; ``evictor`` / ``matcher``
     are SGLang's own and ignored. ``clock``: replaces ``time.monotonic`` (default: a counter
-    1, 2, ... so runs are reproducible). Raises ``ValueError`` for a policy SGLang's
-    ``RadixCache`` does not support. Sizes are in tokens.
+    1, 2, ... so runs are reproducible). Raises ``SGLangLoadError`` (a ``ValueError``, one
+    line) for a policy SGLang's ``RadixCache`` does not support. Sizes are in tokens.
     """
 
     def __init__(
@@ -146,7 +141,7 @@ class SGLangCache:
         clock: Callable[[], float] | None = None,
     ) -> None:
         if config.policy not in SGLANG_POLICIES:
-            raise ValueError(
+            raise SGLangLoadError(
                 f"{loaded.label}: eviction policy {config.policy!r} is not supported by sglang "
                 f"{loaded.version}'s RadixCache (supported: {', '.join(SGLANG_POLICIES)})"
             )
@@ -171,7 +166,9 @@ class SGLangCache:
         policy_config = dict(getattr(config, "policy_config", ()) or ()) or None
         params = loaded.cache_init_params.CacheInitParams(
             disable=False,
-            req_to_token_pool=_ReqToTokenShim(req_to_token_pool) if req_to_token_pool else None,
+            req_to_token_pool=_ReqToTokenShim(req_to_token_pool)
+            if req_to_token_pool is not None
+            else None,
             token_to_kv_pool_allocator=_AllocatorShim(token_to_kv_pool_allocator, self.page_size),
             page_size=self.page_size,
             eviction_policy=config.policy,

@@ -295,7 +295,10 @@ def _load_user(spec: str, file: str, class_name: str) -> LoadedSGLang:
     path = Path(file).expanduser().resolve()
     if not path.is_file():
         raise SGLangLoadError(f"{spec}: no such file {path}")
-    base = load_sglang("sglang")
+    try:
+        base = load_sglang("sglang")
+    except SGLangLoadError as e:
+        raise SGLangLoadError(f"{spec}: {e}") from None
     digest = _sha256(path)
     name = f"radixbench_sglang_user_{path.stem}_{digest[:12]}"
     finder = _Finder(Path(base.origin))
