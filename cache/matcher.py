@@ -4,8 +4,9 @@ All matchers answer the same question, ``common_prefix(a, b, offset, page_size)`
 the longest common prefix of ``a`` and ``b[offset:]`` rounded down to a whole page. They differ only
 in how they compare, which is what the workbench measures. Registered by name.
 
-``linear`` and ``galloping`` are SGLang-faithful and copy the query suffix ``b[offset:]`` at every
-node, as SGLang's walk does (``key = key[prefix_len:]``). ``memview``, ``numpy`` and ``memcmp``
+``linear`` and ``galloping`` are SGLang-faithful: like SGLang's walk (``key = key[prefix_len:]``
+after every fully matched node) they compare against a copy of the query suffix ``b[offset:]``
+at every node below the root, and against the query itself at the root (no copy there). ``memview``, ``numpy`` and ``memcmp``
 copy nothing: the walk passes the whole query and an offset, and they compare the buffers in
 place (zero-copy memoryviews, numpy views, libc memcmp).
 """
@@ -38,16 +39,17 @@ class Matcher(ABC):
 
 class LinearMatcher(Matcher):
     """Per-token Python loop; SGLang before PR #27364 (``_key_match_page_size1`` /
-    ``_key_match_paged`` @ a7ec6b97).
+    ``_key_match_paged`` of ``radix_cache.py``, e.g. sglang 0.5.0).
 
-    Like SGLang's tree walk (``key = key[prefix_len:]`` at every node), it first copies the
-    remaining query suffix, so its cost on deep paths includes those copies.
+    Like SGLang's tree walk (``key = key[prefix_len:]`` after each fully matched node), below the
+    root it compares against a copy of the remaining query suffix, so its cost on deep paths
+    includes those copies.
     """
 
     name = "linear"
 
     def common_prefix(self, a: array, b: array, offset: int, page_size: int) -> int:
-        rest = b[offset:]
+        rest = b[offset:] if offset else b
         if page_size == 1:
             i = 0
             for x, y in zip(a, rest):
@@ -65,19 +67,22 @@ class LinearMatcher(Matcher):
 
 
 class GallopingMatcher(Matcher):
-    """Exponential then binary search on slice compares; SGLang PR #27364.
+    """Exponential then binary search on slice compares: how sglang 0.5.23's ``RadixCache``
+    matches (``RadixKey.match`` -> ``match_at(other, offset=0)``, PR #27364).
 
-    Compares slices of doubling length ``[lo, lo+step)`` until one differs, then bisects that
-    slice, so a match of length ``m`` costs O(log m) C-level slice compares. Each compare copies
-    its two slices, and, as in SGLang's walk, the query suffix is copied at every node.
+    Compares token slices ``[lo, lo+step)`` with ``step`` = 1, 2, 4, … until one differs, then
+    bisects that slice, so a match of length ``m`` costs O(log m) C-level slice compares; the
+    result is rounded down to a page. Each compare copies its two slices, and, as 0.5.23's walk
+    (``key = key[prefix_len:]`` after each fully matched node, ``match`` on the sliced key), the
+    query suffix is copied once per node below the root.
     """
 
     name = "galloping"
 
     def common_prefix(self, a: array, b: array, offset: int, page_size: int) -> int:
-        rest = b[offset:]
+        rest = b[offset:] if offset else b
         n = min(len(a), len(rest))
-        lo, step = 0, page_size
+        lo, step = 0, 1
         while True:
             if lo >= n:
                 return n // page_size * page_size
