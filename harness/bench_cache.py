@@ -10,9 +10,17 @@ within one run. Times in ns. Three benches:
   matcher; with, in the same rounds, a whole-array ``==`` of the same ``L`` tokens (two
   ``array('q')``, compared by CPython's typed item loop in C, not memcmp: a fast vectorised
   matcher can beat it) as the physical reference.
-* ``evict``: ``evict(16)`` on a tree of ``N`` one-token evictable leaves, per evictor (LRU
-  policy). The allocator's ``free`` is replaced by a no-op so that the figure is the evictor's
-  data structure, not torch's per-call overhead (reported separately as ``free_ns``).
+* ``evict``: ``evict(16)`` per evictor (LRU policy) on a tree of ``N`` one-token evictable
+  leaves, and on a tree of ``N`` one-token leaves of which all but ``E`` are locked
+  (``inc_lock_ref``, as running requests lock their paths): there ``heapify-walk`` (SGLang
+  before PR #14339) still walks all ``N`` nodes, while ``heapify`` (sglang 0.5.23, since PR
+  #14339) heapifies only the ``E`` evictable leaves. Each tree first gets one untimed
+  ``evict(16)`` (so the persistent heap has dropped the entries the locks made stale), whose
+  victims must agree across evictors, as must those of one more call after the timed rounds;
+  every call evicts 16 more leaves of the same tree. The allocator's ``free`` is replaced by a
+  no-op so that the figure is the evictor's data structure, not torch's per-call overhead
+  (reported separately as ``free_ns``). Rows: ``nodes`` (tree nodes, root excluded) and
+  ``leaves`` (evictable leaves when built), and each variant's speed-up over both baselines.
 * ``insert``: inserting 1,000-token requests that share 0-900-token prefixes, per matcher.
 """
 
@@ -55,14 +63,21 @@ class BenchSpec:
     evict_k: int = 16
     insert_requests: int = 400
     reps: int = 9
+    #: ``(nodes, evictable leaves)``: trees of one-token leaves, all but ``evictable`` locked.
+    evict_locked: tuple[tuple[int, int], ...] = ((50_000, 1_000),)
 
     def __post_init__(self) -> None:
         if self.reps < 1 or not self.match_lengths or not self.evict_leaves:
             raise ValueError("bench: reps >= 1 and non-empty size lists required")
+        for nodes, evictable in self.evict_locked:
+            if not 0 < evictable <= nodes:
+                raise ValueError(
+                    f"bench: evict_locked needs 0 < evictable <= nodes, got {nodes, evictable}"
+                )
 
     @classmethod
     def quick(cls) -> BenchSpec:
-        return cls((1_000, 10_000), 100, (1_000, 5_000), 16, 50, 3)
+        return cls((1_000, 10_000), 100, (1_000, 5_000), 16, 50, 3, ((5_000, 200),))
 
 
 class _NullFree(TokenToKVPoolAllocator):
@@ -118,10 +133,10 @@ def _path_tree(length: int, nodes: int) -> TreeNode:
     """A root whose single path holds tokens ``0..length-1`` in ``nodes`` equal nodes."""
     toks = array("q", range(length))
     value = torch.zeros(length, dtype=torch.int64)
-    root = TreeNode(0, RadixKey(()), value[:0], None, 0)
+    root = TreeNode(0, RadixKey(()), value[:0], None, 0, 0)
     node, step = root, max(1, length // nodes)
     for i, start in enumerate(range(0, length, step)):
-        child = TreeNode(i + 1, RadixKey(toks[start : start + step]), value[start:], node, 0)
+        child = TreeNode(i + 1, RadixKey(toks[start : start + step]), value[start:], node, 0, 0)
         node.children[child_key(toks, start, 1, None)] = child
         node = child
     return root
@@ -157,38 +172,65 @@ def bench_match(spec: BenchSpec) -> list[Row]:
     return rows
 
 
-def _leaf_cache(evictor: str, n_leaves: int) -> RadixCache:
+def _leaf_cache(evictor: str, n_leaves: int, evictable: int | None = None) -> RadixCache:
+    """``n_leaves`` one-token leaves under the root, inserted in a seeded random order (access
+    times not in id order); then all but ``evictable`` of them (a seeded random choice) are
+    locked with ``inc_lock_ref``. ``evictable=None``: none locked."""
     alloc = _NullFree(n_leaves + 1)
     cache = RadixCache(None, alloc, CacheConfig(evictor=evictor, policy="lru"))
+    rng = random.Random(n_leaves)
     order = list(range(n_leaves))
-    random.Random(n_leaves).shuffle(order)  # access times not in id order
+    rng.shuffle(order)
     for i in order:
         cache.insert(RadixKey(array("q", (i,))), torch.tensor([i + 1], dtype=torch.int64))
+    if evictable is not None and evictable < n_leaves:
+        leaves = list(cache.root.children.values())
+        for node in random.Random(evictable).sample(leaves, n_leaves - evictable):
+            cache.inc_lock_ref(node)
     return cache
+
+
+def _agreed_victims(caches: dict[str, RadixCache], k: int) -> None:
+    """One ``evict(k)`` on every cache; raises ``RuntimeError`` unless all victims agree."""
+    victims = {e: c.evict(k).victims for e, c in caches.items()}
+    if len({tuple(v) for v in victims.values()}) != 1:
+        raise RuntimeError("bench evict: evictors disagree on victims")
+
+
+def _evict_point(spec: BenchSpec, nodes: int, evictable: int) -> list[Row]:
+    """Median ns of ``evict(k)`` per evictor on one tree shape, and ratios to both baselines."""
+    locked = None if evictable == nodes else evictable
+    caches = {e: _leaf_cache(e, nodes, locked) for e in sorted(EVICTORS)}
+    for c in caches.values():
+        if c.num_nodes != nodes or c.num_evictable_leaves != evictable:
+            raise RuntimeError(f"bench evict: tree is not {nodes} nodes, {evictable} evictable")
+    _agreed_victims(caches, spec.evict_k)  # untimed: drops the entries stale since the locks
+    fns: dict[str, Callable[[], object]] = {
+        e: partial(c.evict, spec.evict_k) for e, c in caches.items()
+    }
+    med = _interleaved(fns, spec.reps)
+    _agreed_victims(caches, spec.evict_k)
+    return [
+        {
+            "bench": "evict",
+            "nodes": nodes,
+            "leaves": evictable,
+            "k": spec.evict_k,
+            "variant": e,
+            "median_ns": ns,
+            "x_faster_than_heapify": med["heapify"] / ns,
+            "x_faster_than_heapify_walk": med["heapify-walk"] / ns,
+        }
+        for e, ns in med.items()
+    ]
 
 
 def bench_evict(spec: BenchSpec) -> list[Row]:
     rows: list[Row] = []
     for n in spec.evict_leaves:
-        caches = {e: _leaf_cache(e, n) for e in sorted(EVICTORS)}
-        fns: dict[str, Callable[[], object]] = {
-            e: partial(c.evict, spec.evict_k) for e, c in caches.items()
-        }
-        med = _interleaved(fns, spec.reps)
-        victims = {e: c.evict(spec.evict_k).victims for e, c in caches.items()}
-        if len({tuple(v) for v in victims.values()}) != 1:
-            raise RuntimeError("bench evict: evictors disagree on victims")
-        for e, ns in med.items():
-            rows.append(
-                {
-                    "bench": "evict",
-                    "leaves": n,
-                    "k": spec.evict_k,
-                    "variant": e,
-                    "median_ns": ns,
-                    "x_faster_than_heapify": med["heapify"] / ns,
-                }
-            )
+        rows += _evict_point(spec, n, n)
+    for nodes, evictable in spec.evict_locked:
+        rows += _evict_point(spec, nodes, evictable)
     alloc = TokenToKVPoolAllocator(1 << 16, check_repeats=False)
     slots = [alloc.alloc(1) for _ in range(spec.reps * 64)]
     t0 = perf_counter_ns()
@@ -198,11 +240,13 @@ def bench_evict(spec: BenchSpec) -> list[Row]:
     rows.append(
         {
             "bench": "evict",
+            "nodes": 0,
             "leaves": 0,
             "k": 1,
             "variant": "free_ns (real allocator, per victim)",
             "median_ns": (perf_counter_ns() - t0) / len(slots),
             "x_faster_than_heapify": float("nan"),
+            "x_faster_than_heapify_walk": float("nan"),
         }
     )
     return rows
