@@ -1,8 +1,14 @@
-"""radixbench.cache — a radix prefix cache faithful to SGLang ``RadixCache`` @ a7ec6b97.
+"""radixbench.cache — a radix prefix cache faithful to ``RadixCache`` of sglang 0.5.23.
 
-Pluggable by name: matchers (``linear``, ``galloping``, ``memview``, ``numpy``), evictors
-(``heapify``, ``persistent-heap``, ``lru-list``) and eviction policies (``lru``, ``lfu``,
-``fifo``, ``mru``, ``filo``, ``priority``, ``slru``). KV-slot indices live in torch tensors on the
+The tree follows ``sglang/srt/mem_cache/radix_cache.py`` of sglang 0.5.23 (match, insert, split,
+evict, locks, hit counts, priorities, access times), the request paths its ``checkpoint`` and
+``release_kv_cache`` (``mem_cache/common.py``), the allocators ``mem_cache/allocator/token.py``,
+``mem_cache/allocator/paged.py`` and ``ReqToTokenPool`` (``mem_cache/memory_pool.py``) except
+for their free-list orders; every difference that stays on purpose is listed in
+``docs/SGLANG-FIDELITY.md``. Pluggable by name: matchers (``linear``, ``galloping``,
+``memview``, ``numpy``, ``memcmp``), evictors (``heapify``, ``heapify-walk``,
+``persistent-heap``, ``lru-list``) and eviction policies (``lru``, ``lfu``, ``fifo``, ``mru``,
+``filo``, ``priority``, ``slru``, ``tlru``). KV-slot indices live in torch tensors on the
 cache's device.
 """
 

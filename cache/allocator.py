@@ -1,8 +1,13 @@
 """KV-slot allocator and request-to-token table.
 
-Mirror SGLang ``TokenToKVPoolAllocator`` and ``ReqToTokenPool``
-(python/sglang/srt/mem_cache/{allocator,memory_pool}.py @ a7ec6b97). Slot 0 and row 0 are reserved
-as padding, as in SGLang, so a real KV slot index is never 0.
+``TokenToKVPoolAllocator`` mirrors ``TokenToKVPoolAllocator`` of sglang 0.5.23
+(``sglang/srt/mem_cache/allocator/token.py``, with ``need_sort`` off as outside PD
+disaggregation). ``ReqToTokenPool`` follows ``ReqToTokenPool`` of SGLang before PR #32208
+(``sglang/srt/mem_cache/memory_pool.py``): rows are taken from the head of the free list, where
+sglang 0.5.23 takes them from its tail. Slot 0 and row 0 are reserved as padding, as in
+sglang 0.5.23, so a real KV slot index is never 0. The double-free checks are radixbench's own
+(0.5.23 asserts only that a freed request holds a row, and checks for duplicate free pages in
+the paged allocator under ``SGLANG_DEBUG_MEMORY_POOL``).
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ class TokenToKVPoolAllocator:
     """Free KV slots (one slot = one token's KV) held as int64 device tensors.
 
     ``alloc`` takes slots from the front of ``free_slots``; ``free`` appends the returned slots to
-    a release list that is concatenated behind ``free_slots`` only when an ``alloc`` needs them
-    (SGLang's ``release_pages`` / ``merge_and_sort_free``, without the sort), so ``free`` is O(n)
-    in the slots returned, not in the pool, and the allocation order is deterministic. A bool mask
-    ``[size + 1]`` on the device tracks which slots are free and makes double frees raise instead
-    of corrupting the pool. ``check_repeats`` also rejects a slot repeated within one ``free``
-    call (a sort per call: on by default, off in the simulator, whose tree is checked by
-    ``check_integrity`` in the tests instead, so evict timings measure the evictor).
+    a release list that is concatenated behind ``free_slots`` only when an ``alloc`` needs them,
+    so ``free`` is O(n) in the slots returned, not in the pool. Slots come out in the order of
+    sglang 0.5.23 with ``need_sort`` off, whose ``free`` concatenates them behind ``free_pages``
+    at once (with ``need_sort`` on it parks them in ``release_pages`` and sorts on the merge,
+    ``merge_and_sort_free``; not mirrored). A bool mask ``[size + 1]`` on the device tracks
+    which slots are free and makes double frees raise instead of corrupting the pool.
+    ``check_repeats`` also rejects a slot repeated within one ``free`` call (a sort per call: on
+    by default, off in the simulator, whose tree is checked by ``check_integrity`` in the tests
+    instead, so evict timings measure the evictor).
     """
 
     def __init__(
@@ -56,7 +63,8 @@ class TokenToKVPoolAllocator:
 
     def alloc(self, need: int) -> torch.Tensor | None:
         """Take ``need`` slots: int64 tensor ``[need]`` on the device, or ``None`` (nothing taken)
-        when fewer are free — the caller evicts and retries, as SGLang's scheduler does.
+        when fewer are free. The caller evicts first (sglang 0.5.23 ``alloc_token_slots``:
+        ``evict_from_tree_cache``, then ``alloc``, an error on ``None``).
         Raises ``ValueError`` for a negative ``need``."""
         if need < 0:
             raise ValueError(f"alloc: need must be >= 0, got {need}")
@@ -124,7 +132,8 @@ class ReqToTokenPool:
 
     def alloc(self) -> int | None:
         """Take the first row of the free list, or ``None`` when all are in use. The list is FIFO:
-        rows start in order 1..max_reqs and ``free`` appends to its back, as SGLang's does."""
+        rows start in order 1..max_reqs and ``free`` appends to its back, as in SGLang before
+        PR #32208 (sglang 0.5.23 ``alloc_rows`` pops from the back: LIFO)."""
         if not self.free_rows:
             return None
         row = self.free_rows.pop(0)

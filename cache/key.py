@@ -1,8 +1,14 @@
 """Radix keys: token ids plus a namespace, and the child-dict key of a page.
 
-Mirrors SGLang ``RadixKey`` / ``get_child_key`` (python/sglang/srt/mem_cache/radix_cache.py
-@ a7ec6b97). Token ids are held in ``array('q')`` (int64, contiguous) so that slice compares run
-in C and a ``memoryview`` can be taken without a copy.
+Mirrors ``RadixKey`` and its ``child_key`` / ``child_key_at`` of sglang 0.5.23
+(``sglang/srt/mem_cache/radix_cache.py``). Token ids are held in ``array('q')`` (int64,
+contiguous), as in 0.5.23, so that slice compares run in C and a ``memoryview`` can be taken
+without a copy. Differences that stay on purpose (docs/SGLANG-FIDELITY.md): EAGLE bigram keys
+hold packed bigrams (0.5.23 keeps the raw tokens with ``is_bigram=True`` and pairs them up in
+``__iter__`` / ``child_key_at`` / ``match_at``); bigram-ness is part of the namespace, so one tree
+can hold both kinds (0.5.23 switches a whole tree with ``is_eagle``); a ``cache_salt`` of ``""``
+is a namespace of its own (0.5.23 maps it to ``None``); no ``limit`` field (0.5.23 caps a key's
+raw tokens with it without a copy; callers here slice, i.e. copy, the tokens instead).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ _BIGRAM_MAX = 1 << 31
 
 def to_bigrams(tokens: Iterable[int]) -> array:
     """EAGLE bigram ids of raw tokens: ``L`` tokens give ``L-1`` packed bigrams
-    ``tokens[i] << 32 | tokens[i+1]`` (``[]`` when ``L < 2``). Mirrors SGLang
-    ``_convert_to_bigram_key`` @ a7ec6b97 (which builds tuples). Raises ``ValueError`` for a
-    token outside ``[0, 2**31)``."""
+    ``tokens[i] << 32 | tokens[i+1]`` (``[]`` when ``L < 2``): the pairs ``(t[i], t[i+1])`` of
+    0.5.23's bigram view (``RadixKey`` with ``is_bigram=True``, which keeps the raw tokens and
+    builds the pairs on demand; SGLang before 0.5.23 materialized them with
+    ``_convert_to_bigram_key``), one int each. Raises ``ValueError`` for a token outside
+    ``[0, 2**31)``."""
     t = tokens if isinstance(tokens, array) else array("q", tokens)
     if len(t) and (min(t) < 0 or max(t) >= _BIGRAM_MAX):
         raise ValueError("bigram keys need token ids in [0, 2**31)")
@@ -32,14 +40,15 @@ def to_bigrams(tokens: Iterable[int]) -> array:
 
 
 class RadixKey:
-    """A sequence of token ids in one namespace. Mirrors SGLang ``RadixKey`` @ a7ec6b97.
+    """A sequence of token ids in one namespace. Mirrors ``RadixKey`` of sglang 0.5.23.
 
     ``token_ids``: ``array('q')`` of token ids (int64), or of packed bigrams when ``is_bigram``.
-    Namespace: ``extra_key`` (e.g. a LoRA id), ``cache_salt`` (per-user isolation; SGLang folds
-    it into ``extra_key``) and ``is_bigram`` (EAGLE keys). Keys of different namespaces never
-    share a prefix (the namespace is part of every child key) and comparing them raises
-    ``ValueError``. Slicing returns a new ``RadixKey`` (a copy, as SGLang's list slice) in the
-    same namespace; ``key[i]`` a one-token key. Build bigram keys with ``RadixKey.bigram``.
+    Namespace: ``extra_key`` (e.g. a LoRA id), ``cache_salt`` (per-user isolation; 0.5.23 keeps
+    it as a separate field too and wraps child keys as ``((extra_key, cache_salt), plain)``) and
+    ``is_bigram`` (EAGLE keys). Keys of different namespaces never share a prefix (the namespace
+    is part of every child key) and comparing them raises ``ValueError``. Slicing returns a new
+    ``RadixKey`` (a copy, as 0.5.23's ``array`` slice) in the same namespace; ``key[i]`` a
+    one-token key (0.5.23 likewise). Build bigram keys with ``RadixKey.bigram``.
     """
 
     __slots__ = ("cache_salt", "extra_key", "is_bigram", "namespace", "token_ids")
@@ -106,7 +115,8 @@ class RadixKey:
 
 def check_namespaces(a: RadixKey, b: RadixKey) -> None:
     """Raise ``ValueError`` if two keys live in different namespaces (extra_key, cache_salt or
-    bigram-ness differ); SGLang ``_check_extra_key`` @ a7ec6b97."""
+    bigram-ness differ); sglang 0.5.23 ``RadixKey._check_compatible`` (extra_key, cache_salt)
+    plus the bigram-mode check of ``RadixKey.match_at``."""
     if a.namespace != b.namespace:
         raise ValueError(
             f"cannot match keys of different namespaces: {a.namespace!r} vs {b.namespace!r}"
@@ -117,7 +127,10 @@ def child_key(tokens: array, offset: int, page_size: int, extra_key: Namespace) 
     """Key of the child dict entry for ``tokens[offset:]``.
 
     ``page_size == 1``: the token id; otherwise the tuple of the first page's ids. A namespace
-    wraps it as ``(extra_key, plain)``. Mirrors SGLang ``get_child_key`` @ a7ec6b97.
+    wraps it as ``(extra_key, plain)``. Mirrors ``RadixKey.child_key_at`` of sglang 0.5.23
+    (the same plain keys for token keys, where a bigram's is one packed int instead of 0.5.23's
+    pair; 0.5.23 wraps a salted key as ``((extra_key, cache_salt), plain)``, ours wraps salted and
+    bigram keys as ``((extra_key, cache_salt, is_bigram), plain)``).
     """
     plain: int | tuple[int, ...]
     plain = tokens[offset] if page_size == 1 else tuple(tokens[offset : offset + page_size])

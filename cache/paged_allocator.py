@@ -1,11 +1,16 @@
 """Page-granular KV-slot allocator, used whenever ``page_size > 1``.
 
-Mirrors SGLang ``PagedTokenToKVPoolAllocator`` (python/sglang/srt/mem_cache/allocator.py
-@ a7ec6b97): the pool is ``size // page_size`` pages numbered 1..num_pages (page 0 is padding);
-page ``p`` holds KV slots ``p * page_size .. p * page_size + page_size - 1``. Besides whole-page
-``alloc``, ``alloc_extend`` / ``alloc_decode`` hand out slots that continue each request's
-partly filled last page before taking new pages (SGLang's ``alloc_extend_kernel`` /
-``alloc_decode_kernel``, written here with torch ops on the device).
+Mirrors ``PagedTokenToKVPoolAllocator`` of sglang 0.5.23
+(``sglang/srt/mem_cache/allocator/paged.py``): the pool is ``size // page_size`` pages numbered
+1..num_pages (page 0 is padding); page ``p`` holds KV slots ``p * page_size .. p * page_size +
+page_size - 1``. Besides whole-page ``alloc``, ``alloc_extend`` / ``alloc_decode`` hand out slots
+that continue each request's partly filled last page before taking new pages from the front of
+the free list in request order (0.5.23's triton ``alloc_extend_kernel`` / ``alloc_decode_kernel``
+and their torch fallbacks ``alloc_extend_naive`` / ``alloc_decode_naive``; written here with torch
+ops on the device). One difference stays on purpose: freed pages go to the *back* of the free
+list, where 0.5.23 puts them at the front (``_release_page_ids`` with ``need_sort`` off; with it
+on, they are staged and sorted on the merge), so the page numbers a request gets differ, not how
+many or when (see docs/SGLANG-FIDELITY.md).
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
     """Allocates and frees whole pages; slot indices are returned as int64 device tensors.
 
     ``alloc(need)`` takes ``need / page_size`` pages from the front of the free-page list
-    (``need`` must be a multiple of ``page_size``: ``ValueError`` otherwise, as SGLang asserts);
-    ``free(indices)`` returns every page that any of ``indices`` lies in (SGLang
-    ``torch.unique(free_index // page_size)``), appended to a release list merged on demand, so
-    the allocation order is deterministic. ``is_free`` is a per-slot bool mask
+    (``need`` must be a multiple of ``page_size``: ``ValueError`` otherwise; 0.5.23 asserts it
+    only under ``SGLANG_DEBUG_MEMORY_POOL``); ``free(indices)`` returns every page that any of
+    ``indices`` lies in (0.5.23 ``free``: ``torch.unique(free_index // page_size)``), appended to
+    a release list merged on demand (0.5.23 prepends them to ``free_pages``), so the allocation
+    order is deterministic and FIFO. ``is_free`` is a per-slot bool mask
     ``[(num_pages + 1) * page_size]``; freeing a page that is already free, or a slot outside the
     pages, raises ``DoubleFreeError`` and frees nothing. ``size`` is the capacity in tokens
     (``num_pages * page_size``). ``check_repeats`` (on by default, off in the simulator, whose
-    KV accounting is checked by the tests instead) also turns on SGLang's debug-mode checks of
-    ``alloc_extend`` / ``alloc_decode``: each ``last_loc`` continues its page and lies in a
-    page that is allocated.
+    KV accounting is checked by the tests instead) also turns on the checks 0.5.23 makes under
+    ``SGLANG_DEBUG_MEMORY_POOL`` in ``alloc_extend`` / ``alloc_decode`` (each ``last_loc``
+    continues its page), and one of ours: ``last_loc`` lies in a page that is allocated.
     """
 
     def __init__(
@@ -116,10 +122,10 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         (nothing taken) when too few pages are free. Mutates the free list and ``is_free``.
         Raises ``ValueError`` (taking nothing) on mismatched shapes, ``seq < prefix``, a wrong
         ``extend_num_tokens`` and, with ``check_repeats``, a ``last_loc`` that does not continue
-        its page (``(last_loc + 1) % ps != prefix % ps``, SGLang's debug assert) or lies in a
+        its page (``(last_loc + 1) % ps != prefix % ps``, 0.5.23's debug assert) or lies in a
         free page.
-        Mirrors SGLang ``PagedTokenToKVPoolAllocator.alloc_extend`` / ``alloc_extend_naive``
-        @ a7ec6b97.
+        Mirrors ``PagedTokenToKVPoolAllocator.alloc_extend`` / ``alloc_extend_naive`` of
+        sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
         """
         ps, dev = self.page_size, self.device
         pre = prefix_lens.to(device=dev, dtype=torch.int64).reshape(-1)
@@ -172,7 +178,8 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         are free. Mutates the free list and ``is_free``. Raises ``ValueError`` (taking nothing)
         on mismatched shapes and, with ``check_repeats``, a ``last_loc`` inconsistent with
         ``seq_lens`` (``(last_loc + 2) % ps != seq_len % ps``) or in a free page.
-        Mirrors SGLang ``PagedTokenToKVPoolAllocator.alloc_decode`` @ a7ec6b97.
+        Mirrors ``PagedTokenToKVPoolAllocator.alloc_decode`` / ``alloc_decode_naive`` of
+        sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
         """
         ps, dev = self.page_size, self.device
         seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
@@ -215,7 +222,8 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
 def make_allocator(
     size: int, page_size: int, device: torch.device | str = "cpu", check_repeats: bool = True
 ) -> TokenToKVPoolAllocator:
-    """The token allocator for ``page_size == 1``, the paged one otherwise (as SGLang)."""
+    """The token allocator for ``page_size == 1``, the paged one otherwise (as sglang 0.5.23
+    chooses in ``sglang/srt/mem_cache/kv_cache_configurator.py`` for a plain model)."""
     if page_size == 1:
         return TokenToKVPoolAllocator(size, device, check_repeats)
     return PagedTokenToKVPoolAllocator(size, page_size, device, check_repeats)

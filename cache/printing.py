@@ -1,4 +1,12 @@
-"""Human-readable dump of a radix tree (SGLang ``RadixCache.pretty_print`` @ a7ec6b97)."""
+"""Human-readable dump of a radix tree.
+
+Modeled on ``RadixCache.pretty_print`` / ``_print_helper`` of sglang 0.5.23
+(``sglang/srt/mem_cache/radix_cache.py``): the same stack-driven depth-first walk, indented two
+spaces per level, then the token total. It prints more than 0.5.23 (node id, access time, hit
+count and priority besides length, first tokens and ``lock_ref``; the evictable / protected split
+and the node count), shows ``max_tokens`` ids instead of 10, and visits children in id order
+(0.5.23: reverse child-dict order). Output only; nothing depends on it.
+"""
 
 from __future__ import annotations
 

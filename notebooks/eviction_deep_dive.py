@@ -15,9 +15,10 @@
 # # Eviction deep-dive
 #
 # How much does one `evict` call cost under each evictor, and how does that cost grow with the
-# number of evictable leaves? SGLang's `RadixCache.evict` (@a7ec6b97) rebuilds a heap over all
-# evictable leaves on every call (`heapify`, O(L)); `persistent-heap` keeps the heap between
-# calls. Loads one run folder (`RADIXBENCH_RUN`, default: the newest under `runs/`).
+# number of evictable leaves? `RadixCache.evict` of sglang 0.5.23 rebuilds a heap over all
+# evictable leaves on every call (`heapify`, O(L)); before PR #14339 it first walked the whole
+# tree to find them (`heapify-walk`, O(N)); `persistent-heap` keeps the heap between calls.
+# Loads one run folder (`RADIXBENCH_RUN`, default: the newest under `runs/`).
 
 # %%
 import matplotlib.pyplot as plt

@@ -1,6 +1,16 @@
 """Prefill admission: which waiting requests join the next extend batch.
 
-Mirrors SGLang ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py @ a7ec6b97):
+Modeled on ``PrefillAdder`` of SGLang before 0.5.23 (commit a7ec6b97,
+``python/sglang/srt/managers/schedule_policy.py``). sglang 0.5.23 (same file, plus
+``PrefillBudget`` in ``sglang/srt/mem_cache/prefill_budget.py``) differs, and radixbench keeps the
+older rules (docs/SGLANG-FIDELITY.md): 0.5.23 adds one page per request (``page_size``) to the
+admission check (PR #22495) and to every budget update (``PrefillBudget.reserve``); checks a
+re-admitted (retracted) request with its remaining ``max_new_tokens - len(output_ids)``, where
+radixbench checks ``min(max_new_tokens, clip)`` (both then reserve the latter); applies the
+``max_prefill_tokens`` cap per request only when chunked prefill is off; caps a continued chunk
+by the remaining KV budget (``available_chunk_tokens``); and returns ``NO_TOKEN`` right after an
+admission that used up the KV budget (``budget_state``; here the next candidate's check says
+so). The rules kept:
 
 - ``rem_total_tokens = available + evictable - offset``, where ``offset`` starts at the decode
   reservation of the running requests, ``sum(min(remaining_new, clip) * new_token_ratio)``, and
@@ -16,6 +26,8 @@ Mirrors SGLang ``PrefillAdder`` (python/sglang/srt/managers/schedule_policy.py @
   (``_update_prefill_budget``); a truncated first chunk is cut to whole pages
   (``rem_chunk_tokens // page_size * page_size``). The KV check ``extend + max_new_tokens <
   rem_total_tokens`` stays in tokens, as SGLang's.
+- The prefix is matched with the request's tokens minus the last (at least one token is
+  computed), as 0.5.23's ``init_next_round_input`` (``RadixKey.limit``, no copy; here a slice).
 """
 
 from __future__ import annotations
@@ -46,11 +58,12 @@ class PrefillAdder:
         return c.allocator.available_size() + c.evictable_size() - self.offset
 
     def ceil_paged(self, tokens: int) -> int:
-        """``tokens`` rounded up to whole pages (SGLang ``ceil_paged_tokens``)."""
+        """``tokens`` rounded up to whole pages (``PrefillAdder.ceil_paged_tokens``)."""
         return -(-tokens // self.page_size) * self.page_size
 
     def _budget(self, extend: int, new_tokens: int) -> None:
-        """SGLang ``_update_prefill_budget``: the extend counts in whole pages."""
+        """``PrefillAdder._update_prefill_budget`` before 0.5.23: the extend counts in whole
+        pages (0.5.23 also reserves one more page per request)."""
         extend = self.ceil_paged(extend)
         self.offset += extend + new_tokens
         self.rem_input -= extend
@@ -62,8 +75,9 @@ class PrefillAdder:
         return self.rem_input > 0 and (self.rem_chunk is None or self.rem_chunk > 0)
 
     def add_chunked_req(self, req: Req) -> Req | None:
-        """Continue ``req``'s chunked prefill (SGLang ``add_chunked_req``); returns it while
-        chunks remain, else None. Its prefix stays locked from the previous chunk."""
+        """Continue ``req``'s chunked prefill (``PrefillAdder.add_chunked_req`` before 0.5.23;
+        0.5.23 also caps the chunk by the remaining KV budget); returns it while chunks remain,
+        else None. Its prefix stays locked from the previous chunk."""
         full = req.full_ids()
         extend = len(full) - req.prefix_indices.numel()
         truncated = self.rem_chunk is not None and extend > self.rem_chunk
@@ -82,7 +96,8 @@ class PrefillAdder:
         locked. Returns ``CONTINUE``, ``NO_TOKEN`` (KV budget) or ``OTHER`` (token budgets)."""
         cache = self.cache
         full = req.full_ids()
-        # As SGLang, at least one token is always computed (it yields the logits).
+        # As SGLang (``_compute_max_prefix_len``), at least one token is always computed (it
+        # yields the logits).
         match = cache.match_prefix(RadixKey(full[: len(full) - 1], req.extra_key))
         prefix = match.prefix_len
         extend = len(full) - prefix

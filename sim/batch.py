@@ -1,10 +1,15 @@
 """ScheduleBatch builder: the per-step tensors a model runner consumes, built on the device.
 
-Mirrors SGLang ``ScheduleBatch.prepare_for_extend`` / ``prepare_for_decode``
-(python/sglang/srt/managers/schedule_batch.py @ a7ec6b97): host-side lists become int64 tensors
-on the device and ``req_to_token`` rows are written. On CUDA the host tensors are pinned and
-copied with ``non_blocking=True``; ``build_*`` synchronizes before returning, so a timer around
-the call measures the finished copy.
+Modeled on ``ScheduleBatch.prepare_for_extend`` / ``prepare_for_decode`` of sglang 0.5.23
+(``sglang/srt/managers/schedule_batch.py``; the ``req_to_token`` writes of ``alloc_for_extend`` /
+``alloc_for_decode_default`` in ``sglang/srt/mem_cache/allocation.py``): host-side lists become
+int64 tensors on the device and ``req_to_token`` rows are written. Only the tensors below are
+built (no sampling, logprob, multimodal or speculative state), and the rows are written with
+torch indexing where 0.5.23 uses a triton kernel when the attention backend allows
+(``write_req_to_token_pool_triton``). On CUDA the host tensors are pinned and copied with
+``non_blocking=True``; ``build_*`` synchronizes before returning, so a timer around the call
+measures the finished copy. The input-id flatteners are the variants under test: ``numpy`` is
+0.5.23's, ``chain`` and ``sum`` earlier SGLang's.
 """
 
 from __future__ import annotations
@@ -22,18 +27,22 @@ from radixbench.sim.request import Req
 
 
 def _flatten_sum(parts: Sequence[array]) -> torch.Tensor:
-    """SGLang's ``sum(lists, [])``: quadratic in the number of requests."""
+    """``sum(lists, [])``, as early SGLang's ``prepare_for_extend`` flattened the input ids:
+    quadratic in the number of requests."""
     flat: list[int] = sum((p.tolist() for p in parts), [])  # noqa: RUF017 - on purpose
     return torch.tensor(flat, dtype=torch.int64)
 
 
 def _flatten_chain(parts: Sequence[array]) -> torch.Tensor:
-    """``itertools.chain``: one pass over Python ints."""
+    """``list(itertools.chain.from_iterable(...))``, as SGLang's ``prepare_for_extend`` did
+    before 0.5.23: one pass over Python ints."""
     return torch.tensor(list(itertools.chain.from_iterable(parts)), dtype=torch.int64)
 
 
 def _flatten_numpy(parts: Sequence[array]) -> torch.Tensor:
-    """Zero-copy views of each ``array('q')`` concatenated by numpy."""
+    """Zero-copy views of each ``array('q')`` concatenated by numpy: sglang 0.5.23's
+    ``flatten_arrays_to_pinned_cpu`` (``sglang/srt/utils/common.py``; it also pins the result,
+    which ``BatchBuilder`` does on CUDA)."""
     if not parts:
         return torch.empty(0, dtype=torch.int64)
     views = [np.frombuffer(p, dtype=np.int64) for p in parts]

@@ -5,8 +5,9 @@ Two models share one interface (``CostModel``):
 - ``RooflineCostModel`` (default via presets in ``sim/presets/*.toml``): each step takes
   ``max(FLOPs / (peak * compute_eff), bytes / (bandwidth * bw_eff)) + step_overhead_s``
   (Williams et al., "Roofline", CACM 2009), with the transformer counts of Kaplan et al. 2020
-  (§2.1: ``2 N`` FLOPs per token for the weights) and attention costs as in the vLLM / SGLang
-  performance notes:
+  (§2.1: ``2 N`` FLOPs per token for the weights) and attention counted the usual way
+  (``QK^T`` and ``PV``: ``4 d`` FLOPs per head, layer and query-key pair); no SGLang code is
+  modeled here:
 
   * prefill (extend) of request ``i`` with ``c_i`` cached and ``n_i`` new tokens:
     FLOPs = ``2 N n_i + 4 L H d (n_i c_i + n_i^2 / 2)`` — QK^T and PV over every earlier token
@@ -133,9 +134,10 @@ class RooflineCostModel:
         return self.params * self.dtype_bytes
 
     def kv_capacity_tokens(self, gpu_mem_gb: float) -> int:
-        """KV slots that fit in ``gpu_mem_gb`` per GPU (weights + KV budget, like SGLang's
-        ``mem_fraction_static`` share) over ``tp`` GPUs. Raises ``ValueError`` if the weights
-        alone do not fit."""
+        """KV slots that fit in ``gpu_mem_gb`` per GPU (the memory for weights + KV cache, the
+        share sglang 0.5.23 sets with ``--mem-fraction-static``; activations and CUDA graphs
+        are not modeled) over ``tp`` GPUs. Raises ``ValueError`` if the weights alone do not
+        fit."""
         free = gpu_mem_gb * 1e9 * self.tp - self.weight_bytes
         if free <= 0:
             raise ValueError(

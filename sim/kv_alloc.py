@@ -1,10 +1,12 @@
 """KV-slot allocation of the scheduler's extend and decode steps, per token or per page.
 
-Mirrors SGLang's ``alloc_for_extend`` / ``alloc_for_decode`` and the functions they call,
-``alloc_token_slots``, ``alloc_paged_token_slots_extend``, ``alloc_paged_token_slots_decode``
-and ``evict_from_tree_cache`` (python/sglang/srt/mem_cache/common.py @ a7ec6b97), and
-``ScheduleBatch.new_page_count_next_decode`` / ``check_decode_mem``
-(python/sglang/srt/managers/schedule_batch.py @ a7ec6b97):
+Mirrors ``alloc_for_extend`` / ``alloc_for_decode_default`` of sglang 0.5.23 and the functions
+they call, ``alloc_token_slots``, ``alloc_paged_token_slots_extend`` and
+``alloc_paged_token_slots_decode`` (``sglang/srt/mem_cache/allocation.py``), and
+``ScheduleBatch.new_tokens_required_next_decode`` / ``check_decode_mem``
+(``sglang/srt/managers/schedule_batch.py``); before an allocation the tree evicts the shortfall
+``num_tokens - available`` (``evict_from_tree_cache`` in ``mem_cache/common.py`` ->
+``BaseTokenToKVPoolAllocator.evict_to_free_tokens`` in ``mem_cache/allocator/base.py``):
 
 - ``page_size == 1``: the batch takes ``sum(extend)`` (extend) or ``bs`` (decode) slots from the
   token allocator, after evicting that many tokens from the tree when fewer are free.
@@ -12,7 +14,7 @@ and ``evict_from_tree_cache`` (python/sglang/srt/mem_cache/common.py @ a7ec6b97)
   (``last_loc``), then take whole new pages (``PagedTokenToKVPoolAllocator.alloc_extend`` /
   ``alloc_decode``). Before the call the tree is asked to evict the worst case when fewer
   tokens than that are free: ``extend_num_tokens + bs * page_size`` for extend, ``bs *
-  page_size`` for decode, as SGLang over-estimates (every request may open a new page).
+  page_size`` for decode, as sglang 0.5.23 over-estimates (every request may open a new page).
 
 Only the allocator call is timed (op ``alloc``); the eviction is timed by the instrumented
 cache as ``evict``.
@@ -51,10 +53,14 @@ class SlotAllocator:
         self.rec, self.now = rec, now
 
     def evict_if_needed(self, num_tokens: int) -> None:
-        """SGLang ``evict_from_tree_cache``: when fewer than ``num_tokens`` slots are free, ask
-        the tree to evict ``num_tokens`` tokens (it frees what it can). Mutates tree and pool."""
-        if self.allocator.available_size() < num_tokens:
-            self.cache.evict(num_tokens)
+        """Make room for ``num_tokens`` slots: when fewer are free, ask the tree to evict the
+        shortfall ``num_tokens - available_size()`` (it frees what it can; whole leaves, so
+        possibly more). Mirrors ``BaseTokenToKVPoolAllocator.evict_to_free_tokens`` of sglang
+        0.5.23 (``evict_for_alloc`` -> ``evict``; since PR #32016 — before it, SGLang asked for
+        all ``num_tokens``). Mutates tree and pool."""
+        shortfall = num_tokens - self.allocator.available_size()
+        if shortfall > 0:
+            self.cache.evict(shortfall)
 
     def _timed(self, tokens: int, fn: Callable[..., Any], *args: Any) -> torch.Tensor:
         c = self.cache
@@ -91,16 +97,19 @@ class SlotAllocator:
     # ------------------------------------------------------------------ decode
     def new_pages_next_decode(self, reqs: Sequence[Req]) -> int:
         """Pages (page_size 1: slots) the next decode step of ``reqs`` opens: the requests
-        whose next token starts a page, ``seq_len % page_size == 0`` (SGLang
-        ``new_page_count_next_decode``, non-overlap mode)."""
+        whose next token starts a page, ``seq_len % page_size == 0`` (sglang 0.5.23
+        ``ScheduleBatch.new_tokens_required_next_decode`` without speculative decoding, which
+        returns these pages times ``page_size``: ``kv_committed_len % page_size == 0``)."""
         ps = self.page_size
         if ps == 1:
             return len(reqs)
         return sum(1 for r in reqs if r.seq_len % ps == 0)
 
     def decode_fits(self, reqs: Sequence[Req]) -> bool:
-        """SGLang ``check_decode_mem``: evict if needed, then whether the free slots cover the
-        pages the next decode step of ``reqs`` opens. Mutates the tree and the pool."""
+        """sglang 0.5.23 ``ScheduleBatch.check_decode_mem`` (->
+        ``BaseTokenToKVPoolAllocator.check_decode_capacity``): evict if needed (see
+        ``evict_if_needed`` for the amount), then whether the free slots cover the pages the next
+        decode step of ``reqs`` opens. Mutates the tree and the pool."""
         need = self.new_pages_next_decode(reqs) * self.page_size
         self.evict_if_needed(need)
         return self.allocator.available_size() >= need

@@ -1,10 +1,18 @@
 """Waiting-queue orders, registered by name: ``fcfs``, ``lpm``, ``dfs-weight``, ``random``.
 
-Mirrors SGLang ``SchedulePolicy.calc_priority`` (python/sglang/srt/managers/schedule_policy.py
-@ a7ec6b97): the cache-aware policies (``lpm``, ``dfs-weight``) match every waiting request's
-prefix first (``_compute_prefix_matches``; the matches are real, timed cache operations and
-update LRU times, as in SGLang) and fall back to FCFS when more than ``fallback_queue_len``
-requests wait (SGLang: 128), because matching them all would cost more than it gains.
+Modeled on ``SchedulePolicy.calc_priority`` of sglang 0.5.23
+(``sglang/srt/managers/schedule_policy.py``): the cache-aware policies (``lpm``, ``dfs-weight``)
+match every waiting request's prefix first (``_compute_prefix_matches``; the matches are real,
+timed cache operations that touch access times and may split a node, as in 0.5.23) and fall back
+to FCFS when more than ``fallback_queue_len`` requests wait (0.5.23:
+``WAITING_QUEUE_PREFIX_MATCH_MAX = 128``), because matching them all would cost more than it
+gains. Differences from 0.5.23 that stay (docs/SGLANG-FIDELITY.md): the match key is the
+request's tokens minus the last, as at admission (0.5.23 matches all of them here and caps the
+sort key, ``num_matched_prefix_tokens``, at ``len - 1``); ``dfs-weight`` falls back too (0.5.23:
+only ``lpm`` and ``hrrn``); no in-batch prefix-caching deprioritization (0.5.23's
+``waiting_queue_radix_tree``); the order is recomputed from the arrival order each time (0.5.23
+sorts the waiting queue in place, so ties keep the previous pass's order); no periodic
+``_touch_waiting_prefixes`` under the cache-agnostic policies; ``random`` is seeded.
 """
 
 from __future__ import annotations
@@ -57,14 +65,16 @@ class SchedPolicy:
         return q
 
     def _lpm(self, queue: list[Req]) -> list[Req]:
-        """Longest prefix match first; ties keep arrival order (a stable sort, as SGLang)."""
+        """Longest prefix match first; ties keep arrival order (a stable sort, as 0.5.23's
+        ``_sort_by_longest_prefix``, which sorts the queue as the previous pass left it)."""
         m = _matches(self.cache, queue)
         idx = sorted(range(len(queue)), key=lambda i: -m[i][0])
         return [queue[i] for i in idx]
 
     def _dfs_weight(self, queue: list[Req]) -> list[Req]:
         """Walk the tree depth first, heavier subtrees (more waiting requests ending in them)
-        first, emitting each node's requests after its children (SGLang ``_get_dfs_priority``)."""
+        first, emitting each node's requests after its children (sglang 0.5.23
+        ``_dfs_weight_order`` in ``sglang/srt/mem_cache/base_prefix_cache.py``)."""
         m = _matches(self.cache, queue)
         at: dict[int, list[Req]] = {}
         weight: dict[int, int] = {}
