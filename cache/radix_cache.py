@@ -145,15 +145,15 @@ class RadixCache:
             if child is None:
                 break
             child.last_access_time = now
-            if child.evictable:
-                on_change(child)
             n = common_prefix(child.key.token_ids, tokens, offset, page)
             if n < len(child.key):
-                child = self._split_node(child, n)
+                child = self._split_node(child, n)  # re-keys the touched lower half
                 values.append(child.value)
                 node = child
                 offset += n
                 break
+            if child.evictable:
+                on_change(child)
             values.append(child.value)
             node = child
             offset += n
@@ -187,6 +187,9 @@ class RadixCache:
         child.parent = new
         new.children[child_key(child.key.token_ids, 0, page, extra)] = child
         self.num_nodes += 1
+        if child.evictable:
+            # its key (T-LRU: where it starts) and maybe its access time changed
+            self.evictor.on_change(child)
         return new
 
     def _set_tlru_lengths(self, leaf: TreeNode, parent: TreeNode) -> None:
@@ -265,8 +268,7 @@ class RadixCache:
             n = common_prefix(child.key.token_ids, tokens, offset, page)
             offset += n
             if n < len(child.key):
-                if child.evictable:
-                    on_change(child)  # the lower half keeps its priority and hits, not its time
+                # the lower half keeps its priority and hits, not its time (re-keyed in the split)
                 child = self._split_node(child, n)
             if priority > child.priority:
                 child.priority = priority

@@ -21,7 +21,9 @@ Both swaps make adapters of one loaded module safe to interleave in one thread, 
 threads. Not supported: bigram (EAGLE) keys (``ValueError``: SGLang turns the whole tree into
 bigram mode with ``is_eagle``, radixbench packs bigrams per key), policy ``tlru``
 (``SGLangLoadError``: 0.5.23's ``RadixCache`` keeps no T-LRU lengths; only ``UnifiedRadixCache``
-does), KV events and metrics (their modules are stubbed by the loader).
+does) unless the ``cache_class`` declares ``keeps_tlru_lengths = True`` (a subclass that adds
+the unified tree's bookkeeping, as tests/cache/test_sglang_fidelity.py builds), KV events and
+metrics (their modules are stubbed by the loader).
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ class SGLangCache:
     config has one, passed as ``eviction_policy_config``) are used; ``evictor`` / ``matcher``
     are SGLang's own and ignored. ``clock``: replaces ``time.monotonic`` (default: a counter
     1, 2, ... so runs are reproducible). Raises ``SGLangLoadError`` (a ``ValueError``, one
-    line) for a policy SGLang's ``RadixCache`` does not support. Sizes are in tokens.
+    line) for a policy SGLang's ``RadixCache`` does not support (``tlru`` only when
+    ``loaded.cache_class.keeps_tlru_lengths`` is true). Sizes are in tokens.
     """
 
     def __init__(
@@ -140,7 +143,10 @@ class SGLangCache:
         loaded: LoadedSGLang,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        if config.policy not in SGLANG_POLICIES:
+        tlru_ok = config.policy == "tlru" and getattr(
+            loaded.cache_class, "keeps_tlru_lengths", False
+        )
+        if config.policy not in SGLANG_POLICIES and not tlru_ok:
             raise SGLangLoadError(
                 f"{loaded.label}: eviction policy {config.policy!r} is not supported by sglang "
                 f"{loaded.version}'s RadixCache (supported: {', '.join(SGLANG_POLICIES)})"
