@@ -17,6 +17,7 @@ the same script measures an older checkout too. Each run writes to a temporary f
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shlex
 import subprocess
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             if res["rejected"]:
                 notes.append(f"x{f:g}: {int(res['rejected'])} rejected")
         ok = [r for r in rates if r == r]
-        monotone = all(b >= a - 1e-9 for a, b in zip(ok, ok[1:]))
+        monotone = all(b >= a - 1e-9 for a, b in itertools.pairwise(ok))
         cells = " | ".join("error" if r != r else f"{r:.3f}" for r in rates)
         note = f" ({'; '.join(notes)})" if notes else ""
         print(f"| {name} | {base:,} | {cells} | {ceiling:.3f} | {'yes' if monotone else 'NO'}"
