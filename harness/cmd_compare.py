@@ -18,6 +18,7 @@ from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
 from radixbench.harness.cliutil import UsageError, csv_list, positive_float, positive_int
 from radixbench.harness.compare import CompareSpec, run_compare
+from radixbench.harness.impl import IMPL_HELP, impl_arg
 from radixbench.harness.scenario import DEFAULT_SCENARIO, load_scenario, parse_override
 from radixbench.sim.config import CLOCKS, FLATTENERS_NAMES
 from radixbench.sim.cost import preset_names
@@ -34,6 +35,7 @@ _OVERRIDES = {
     "evictors": "variants.evictors",
     "matchers": "variants.matchers",
     "flatten": "variants.flatten",
+    "impls": "variants.impls",
     "policy": "sim.policy",
     "kv_capacity": "sim.kv_capacity_tokens",
     "page_size": "sim.page_size",
@@ -83,6 +85,7 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "--flatten", type=csv_list, help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}"
     )
+    c.add_argument("--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=IMPL_HELP)
     c.add_argument("--policy", choices=sorted(POLICIES))
     c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
     c.add_argument(
@@ -219,6 +222,11 @@ def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
         print(f"skipped malformed trace lines: {skipped}")
         for err in meta.get("skipped_line_errors", [])[:3]:
             print(f"  {err}")
+        impls = meta.get("implementations", [])
+        if any(e["spec"] != "radixbench" for e in impls):
+            print("implementations (files sha256 in the report):")
+            for e in impls:
+                print(f"  {e['impl']}: {e['version']} at {e['origin']} ({e['class']})")
     if eq["ok"]:
         print(
             f"\nequivalence: OK — all {len(eq['variants'])} variants saw identical prefix hits "

@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from radixbench.harness.equivalence import check_equivalence
+from radixbench.harness.impl import implementations
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
@@ -158,6 +159,7 @@ def run_compare(
         "kv_capacity_tokens": spec.sim.kv_capacity_tokens,
         "page_size": spec.sim.page_size,
         "cost_model": getattr(spec.sim.cost, "name", type(spec.sim.cost).__name__),
+        "implementations": implementations(spec.variants, [s.cache for s in sims]),
         "events": {r.variant: r.events for r in results},
         "torch_threads": torch.get_num_threads(),
         "sim_end_s": {r.variant: r.sim_end_s for r in results},

@@ -13,6 +13,7 @@ the variants and the seeds::
     [variants]                             # evictor x matcher x flatten x seed
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
+    impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten x seed only
     seeds = [0]                            # also accepted at the top level
 
 Every cell is validated by loading its scenario with its overrides, so an unknown key, a wrong
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from radixbench.cache.impls import RADIXBENCH
+from radixbench.harness.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.scenario import (
     DEFAULT_SCENARIO,
     Scenario,
@@ -42,7 +45,7 @@ from radixbench.harness.scenario import (
 from radixbench.sim.config import Variant
 
 _TOP_KEYS = {"description", "scenario", "base", "grid", "variants", "seeds"}
-_VARIANT_KEYS = {"evictors", "matchers", "flatten", "seeds"}
+_VARIANT_KEYS = {"evictors", "matchers", "flatten", "impls", "seeds"}
 
 
 class GridError(ValueError):
@@ -63,12 +66,17 @@ class Cell:
     seed: int
 
     def canonical(self) -> dict[str, Any]:
+        """The cell as JSON-able data; a radixbench-impl variant is described by its evictor,
+        matcher and flatten alone, as before the impl axis existed, so keys stay stable."""
+        variant = dataclasses.asdict(self.variant)
+        if self.variant.impl == RADIXBENCH:
+            del variant["impl"], variant["impl_label"]
         return {
             "scenario": self.scenario,
             "scenario_sha": self.scenario_sha,
             "base": self.base,
             "params": self.params,
-            "variant": dataclasses.asdict(self.variant),
+            "variant": variant,
             "seed": self.seed,
         }
 
@@ -85,12 +93,15 @@ class Cell:
             "variants.evictors": [self.variant.evictor],
             "variants.matchers": [self.variant.matcher],
             "variants.flatten": [self.variant.flatten],
+            "variants.impls": [self.variant.impl],
             "seed": self.seed,
         }
 
     def load(self) -> Scenario:
-        """The cell's scenario, validated (``ScenarioError`` on a bad key or value)."""
-        return load_scenario(self.scenario, self.overrides())
+        """The cell's scenario, validated (``ScenarioError`` on a bad key or value), running
+        exactly the cell's variant (its impl label as the grid assigned it)."""
+        scenario = load_scenario(self.scenario, self.overrides())
+        return dataclasses.replace(scenario, variants=(self.variant,))
 
 
 @dataclass(frozen=True)
@@ -172,8 +183,13 @@ def load_grid(path: Path) -> Grid:
     evictors = _names(vtab, "evictors", ["heapify"], where)
     matchers = _names(vtab, "matchers", ["linear"], where)
     flattens = _names(vtab, "flatten", ["chain"], where)
+    specs = _names(vtab, "impls", [RADIXBENCH], where)
     try:
-        variants = [Variant(e, m, f) for e in evictors for m in matchers for f in flattens]
+        impls = resolve_impls(specs)
+    except ImplError as e:
+        raise GridError(f"{where}: variants.impls: {e}") from None
+    try:
+        variants = impl_variants(impls, evictors, matchers, flattens)
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
     cells = []

@@ -6,7 +6,8 @@ Layout (documented in README.md): top-level ``description`` (one line, required)
 (:class:`radixbench.workloads.arrivals.Arrivals`), ``[cache]`` / ``[scheduler]`` (fields of
 :class:`radixbench.sim.config.SimConfig`, any field in either table, never both), ``[cost]``
 (fields of SimConfig's cost-model dataclass) and ``[variants]`` (``evictors``, ``matchers``,
-``flatten`` lists; the run is their cartesian product).
+``flatten`` and ``impls`` lists; the run is the product evictors x matchers x flatten for the
+``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.impl`).
 
 Tables map onto the dataclasses by field introspection: key = field name, the value's type is
 checked against the field's annotation, unknown keys are refused, and the dataclass's own
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radixbench.harness.impl import ImplError, check_policy, impl_variants, resolve_impls
 from radixbench.harness.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
 from radixbench.sim.cost import load_cost_model
@@ -49,6 +51,7 @@ _DEFAULT_VARIANTS = {
     "evictors": ["heapify", "persistent-heap"],
     "matchers": ["linear", "galloping"],
     "flatten": ["chain"],
+    "impls": ["radixbench"],
 }
 
 
@@ -77,7 +80,7 @@ def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
     return value
 
 
-def _variants(table: dict[str, Any], file: str) -> tuple[Variant, ...]:
+def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, ...]:
     for key in table:
         if key not in _DEFAULT_VARIANTS:
             raise ScenarioError(
@@ -89,21 +92,22 @@ def _variants(table: dict[str, Any], file: str) -> tuple[Variant, ...]:
         if not names:
             raise ScenarioError(file, f"variants.{key}", "must not be empty")
         lists[key] = names
-    out = []
-    for e in lists["evictors"]:
-        for m in lists["matchers"]:
-            for f in lists["flatten"]:
-                try:
-                    out.append(Variant(e, m, f))
-                except ValueError as exc:
-                    bad = (
-                        "evictors"
-                        if "evictor" in str(exc)
-                        else "matchers"
-                        if "matcher" in str(exc)
-                        else "flatten"
-                    )
-                    raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
+    try:
+        impls = resolve_impls(lists["impls"])
+        check_policy(impls, policy)
+    except ImplError as exc:
+        raise ScenarioError(file, "variants.impls", str(exc)) from None
+    try:
+        out = impl_variants(impls, lists["evictors"], lists["matchers"], lists["flatten"])
+    except ValueError as exc:
+        bad = (
+            "evictors"
+            if "evictor" in str(exc)
+            else "matchers"
+            if "matcher" in str(exc)
+            else "flatten"
+        )
+        raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
     return tuple(out)
@@ -153,7 +157,7 @@ def parse_scenario(
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
-    variants = _variants(_table(doc, "variants", file), file)
+    variants = _variants(_table(doc, "variants", file), file, sim.policy)
     return Scenario(
         name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
     )

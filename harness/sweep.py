@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from radixbench.cache.impls import RADIXBENCH
 from radixbench.harness.compare import CompareSpec, run_compare
 from radixbench.harness.grid import Cell, Grid
 from radixbench.reports.sweep import plot_sweep
@@ -79,11 +80,14 @@ def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:
         ops = read_table(folder, "summary_ops")
         var = read_table(folder, "summary_variants").iloc[0]
         row: dict[str, Any] = dict(cell.params)
+        v = cell.variant
+        ours = v.impl == RADIXBENCH  # else evictor and matcher are the impl's own
         row.update(
-            variant=cell.variant.name,
-            evictor=cell.variant.evictor,
-            matcher=cell.variant.matcher,
-            flatten=cell.variant.flatten,
+            variant=v.name,
+            impl=v.impl_label,
+            evictor=v.evictor if ours else v.impl_label,
+            matcher=v.matcher if ours else v.impl_label,
+            flatten=v.flatten,
             seed=cell.seed,
             cell=cell.key,
         )

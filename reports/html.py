@@ -1,9 +1,9 @@
 """``report.html``: a self-contained HTML twin of ``report.md``.
 
 Same sections as :mod:`radixbench.reports.markdown` (run, verdicts, equivalence, environment,
-variants, serving metrics, speed-ups, per-op latency, plots), with every plot embedded as a
-base64 ``data:image/png`` URI and inline CSS, so the single file opens anywhere with no network
-and no neighbouring files. Written atomically to ``<run_dir>/report.html``.
+implementations, variants, serving metrics, speed-ups, per-op latency, plots), with every plot
+embedded as a base64 ``data:image/png`` URI and inline CSS, so the single file opens anywhere
+with no network and no neighbouring files. Written atomically to ``<run_dir>/report.html``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.impls import implementation_frames
 from radixbench.reports.markdown import format_cell
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
@@ -121,6 +122,15 @@ def write_report_html(
         "<h2>Environment</h2>",
         _dl(environment_rows(meta)),
     ]
+    impls = implementation_frames(meta)
+    if impls is not None:
+        parts += [
+            "<h2>Implementations</h2>",
+            frame_html(impls[0], "t-impls"),
+            "<details><summary>sha256 of every file loaded</summary>",
+            frame_html(impls[1], "t-impl-files"),
+            "</details>",
+        ]
     variants = frames.get("Variants")
     if variants is not None and len(variants) and "prefix_hit_rate" in variants:
         text = hit_rate_text(float(variants["prefix_hit_rate"].median()), meta)

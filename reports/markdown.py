@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.impls import implementation_frames
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
 __all__ = ["format_cell", "pipe_table", "write_report_md"]
@@ -76,6 +77,31 @@ def _environment_block(meta: Mapping[str, Any]) -> list[str]:
         "## Environment",
         "",
         *(f"- **{label}**: {text}" for label, text in environment_rows(meta)),
+    ]
+
+
+def _implementations_block(meta: Mapping[str, Any]) -> list[str]:
+    """``## Implementations`` section (:mod:`~radixbench.reports.impls`): what each cache
+    implementation ran, the sha256 of every file it loaded in a collapsed table; nothing for
+    runs that recorded none."""
+    frames = implementation_frames(meta)
+    if frames is None:
+        return []
+    summary, files = frames
+    return [
+        "## Implementations",
+        "",
+        "Cache code each variant ran: `files_sha256` is the sha256 of the `sha256sum`-style "
+        "list of the files below.",
+        "",
+        pipe_table(summary),
+        "",
+        "<details><summary>sha256 of every file loaded</summary>",
+        "",
+        pipe_table(files),
+        "",
+        "</details>",
+        "",
     ]
 
 
@@ -172,6 +198,7 @@ def write_report_md(
     lines += [*_verdict_block(verdicts)]
     lines += [*_equivalence_block(equivalence), ""]
     lines += [*_environment_block(meta), ""]
+    lines += [*_implementations_block(meta)]
     achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
     ceiling = hit_rate_text(achieved, meta)
     lines += [
@@ -186,7 +213,9 @@ def write_report_md(
         "## Speed-ups",
         "",
         "Ratio = baseline / variant (> 1: the variant is faster than its baseline). `evict` "
-        "compares evictors and `match_prefix` compares matchers, other axes held equal.",
+        "compares evictors and `match_prefix` compares matchers, other axes held equal; an "
+        "`<impl>/<flatten>` variant (another cache implementation) is compared with "
+        "radixbench's baseline evictor/matcher on `match_prefix`, `insert` and `evict`.",
         "",
         pipe_table(speedups),
         "",

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
+from radixbench.reports.variant_names import axis_value
 
 __all__ = [
     "CDF_OPS",
@@ -70,13 +71,11 @@ _save = save_figure
 
 
 def _axis_part(variants: pd.Series, axis_index: int) -> pd.Series:
-    """Part ``axis_index`` of each ``"<evictor>/<matcher>/<flatten>"`` name.
-
-    A name with fewer parts is used whole.
-    """
-    parts = variants.astype(str).str.split("/")
+    """Part ``axis_index`` of each ``"<evictor>/<matcher>/<flatten>"`` name; another
+    implementation's ``"<impl>/<flatten>"`` name gives its impl label for the evictor and
+    matcher axes (:func:`~radixbench.reports.variant_names.axis_value`)."""
     return pd.Series(
-        [p[axis_index] if len(p) > axis_index else "/".join(p) for p in parts],
+        [axis_value(str(v), axis_index) for v in variants],
         index=variants.index,
         dtype=object,
     )

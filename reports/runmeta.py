@@ -23,7 +23,15 @@ __all__ = [
 
 #: Meta keys rendered by dedicated blocks (or too large to list) rather than as extra rows.
 HIDDEN_META_KEYS = frozenset(
-    {"spec", "environment", "sim_end_s", "hit_rate_ceiling", "clock", "clock_mode"}
+    {
+        "spec",
+        "environment",
+        "sim_end_s",
+        "hit_rate_ceiling",
+        "clock",
+        "clock_mode",
+        "implementations",
+    }
 )
 
 _RUN_FIELDS: tuple[tuple[str, str], ...] = (

@@ -3,23 +3,32 @@
 * :func:`op_summary` - latency distribution (ns) per (op, variant);
 * :func:`variant_summary` - request outcomes, prefix-hit rate and TTFT/E2E (s) per variant;
 * :func:`axis_speedup` / :func:`speedups` - how much faster one value of a variant axis
-  (evictor, matcher, flatten) is than a baseline value, holding the other axes equal.
+  (evictor, matcher, flatten) is than a baseline value, holding the other axes equal, and
+  (:func:`impl_speedup`) another cache implementation than radixbench's baseline variant.
 
 Percentiles use NumPy's default (``method="linear"``) definition, so they are exactly what
 ``numpy.percentile`` returns for the same samples.
 
-Variant names are ``"<evictor>/<matcher>/<flatten>"`` (docs/CONTRACTS.md); the axis indices
-are :data:`EVICTOR_AXIS`, :data:`MATCHER_AXIS`, :data:`FLATTEN_AXIS`.
+Variant names are ``"<evictor>/<matcher>/<flatten>"``, or ``"<impl>/<flatten>"`` for another
+cache implementation (docs/CONTRACTS.md, :mod:`radixbench.reports.variant_names`); the axis
+indices are :data:`EVICTOR_AXIS`, :data:`MATCHER_AXIS`, :data:`FLATTEN_AXIS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from radixbench.reports.tables import OP_COLUMNS, REQUEST_COLUMNS, REQUEST_STATUSES, validate_frame
+from radixbench.reports.variant_names import (
+    AXIS_NAMES,
+    EVICTOR_AXIS,
+    FLATTEN_AXIS,
+    MATCHER_AXIS,
+    partner,
+)
 
 __all__ = [
     "EVICTOR_AXIS",
@@ -29,14 +38,14 @@ __all__ = [
     "SPEEDUP_COLUMNS",
     "VARIANT_SUMMARY_COLUMNS",
     "axis_speedup",
+    "impl_speedup",
     "op_summary",
     "speedups",
     "variant_summary",
 ]
 
-EVICTOR_AXIS = 0
-MATCHER_AXIS = 1
-FLATTEN_AXIS = 2
+#: Ops of the cache an implementation comparison (:func:`impl_speedup`) covers.
+IMPL_OPS = ("match_prefix", "insert", "evict")
 
 #: Columns of :func:`op_summary`: latencies in ns, ``total_ms`` the summed time in ms.
 OP_SUMMARY_COLUMNS = [
@@ -152,26 +161,38 @@ def axis_speedup(
 
     For every variant of ``op_summary`` (rows with ``op == op``) whose part ``axis_index`` of
     ``"<evictor>/<matcher>/<flatten>"`` differs from ``baseline_value``, the baseline variant
-    is the same name with that part replaced by ``baseline_value`` (all other axes held equal).
+    is the same name with that part replaced by ``baseline_value`` (all other axes held equal;
+    an ``"<impl>/<flatten>"`` name has the flatten axis only).
     Variants without such a baseline row are skipped. Ratios are baseline / variant of
     ``p50_ns``, ``p99_ns`` and ``total_ms``, so a ratio > 1 means the variant is faster.
 
     Returns a frame with :data:`SPEEDUP_COLUMNS`, sorted by variant. Raises
-    :class:`ValueError` if a variant name has no part ``axis_index``.
+    :class:`ValueError` if ``axis_index`` is not 0, 1 or 2.
     """
+    if axis_index not in (EVICTOR_AXIS, MATCHER_AXIS, FLATTEN_AXIS):
+        raise ValueError(
+            f"a variant name has no axis {axis_index} (expected <evictor>/<matcher>/<flatten>)"
+        )
+    axis = AXIS_NAMES[axis_index]
+    return _speedup_rows(op_summary, op, lambda v: partner(v, axis, {axis: baseline_value}))
+
+
+def impl_speedup(op_summary: pd.DataFrame, op: str, baseline: Mapping[str, str]) -> pd.DataFrame:
+    """Speed-up of each other implementation's variant (``"<impl>/<flatten>"``) for ``op``
+    over radixbench's ``"<baseline evictor>/<baseline matcher>/<flatten>"`` (skipped when that
+    variant is absent); ratios as in :func:`axis_speedup`."""
+    return _speedup_rows(op_summary, op, lambda v: partner(v, "impl", baseline))
+
+
+def _speedup_rows(
+    op_summary: pd.DataFrame, op: str, partner_of: Callable[[str], str | None]
+) -> pd.DataFrame:
     rows_for_op = op_summary[op_summary["op"] == op]
     by_variant = {str(r["variant"]): r for _, r in rows_for_op.iterrows()}
     rows = []
     for variant in sorted(by_variant):
-        parts = variant.split("/")
-        if not 0 <= axis_index < len(parts):
-            raise ValueError(
-                f"variant {variant!r} has no axis {axis_index} (expected <evictor>/<matcher>/...)"
-            )
-        if parts[axis_index] == baseline_value:
-            continue
-        base_name = "/".join([*parts[:axis_index], baseline_value, *parts[axis_index + 1 :]])
-        base = by_variant.get(base_name)
+        base_name = partner_of(variant)
+        base = None if base_name is None else by_variant.get(base_name)
         if base is None:
             continue
         row = by_variant[variant]
@@ -191,12 +212,15 @@ def axis_speedup(
 
 
 def speedups(op_summary: pd.DataFrame, baseline: Mapping[str, str]) -> pd.DataFrame:
-    """Evictor speed-ups on ``evict`` and matcher speed-ups on ``match_prefix``.
+    """Evictor speed-ups on ``evict``, matcher speed-ups on ``match_prefix``, then each other
+    implementation against radixbench's baseline variant on ``match_prefix``, ``insert`` and
+    ``evict`` (:func:`impl_speedup`; rows only when the run has such variants).
 
     ``baseline`` maps ``"evictor"`` and ``"matcher"`` to the baseline axis values, e.g.
     ``{"evictor": "heapify", "matcher": "linear"}``. Returns the rows of
-    ``axis_speedup(op_summary, "evict", EVICTOR_AXIS, baseline["evictor"])`` followed by those of
-    ``axis_speedup(op_summary, "match_prefix", MATCHER_AXIS, baseline["matcher"])``.
+    ``axis_speedup(op_summary, "evict", EVICTOR_AXIS, baseline["evictor"])``, those of
+    ``axis_speedup(op_summary, "match_prefix", MATCHER_AXIS, baseline["matcher"])``, then the
+    implementation rows.
     """
     missing = [k for k in ("evictor", "matcher") if k not in baseline]
     if missing:
@@ -204,6 +228,7 @@ def speedups(op_summary: pd.DataFrame, baseline: Mapping[str, str]) -> pd.DataFr
     parts = [
         axis_speedup(op_summary, "evict", EVICTOR_AXIS, baseline["evictor"]),
         axis_speedup(op_summary, "match_prefix", MATCHER_AXIS, baseline["matcher"]),
+        *(impl_speedup(op_summary, op, baseline) for op in IMPL_OPS),
     ]
     non_empty = [p for p in parts if not p.empty]
     if not non_empty:

@@ -3,10 +3,14 @@
 For every candidate variant and every variant axis on which it differs from the baseline
 (evictor, matcher, flatten), the *baseline partner* is the same variant name with that axis part
 replaced by the baseline value ("<evictor>/<matcher>/<flatten>", docs/CONTRACTS.md), so only one
-algorithm changes per comparison. Each pair is compared on
+algorithm changes per comparison. A variant of another cache implementation
+("<impl>/<flatten>", e.g. ``sglang/chain``) has the flatten axis, and on the ``impl`` axis its
+partner is radixbench's "<baseline evictor>/<baseline matcher>/<flatten>"
+(:func:`radixbench.reports.variant_names.partner`). Each pair is compared on
 
 * the op that axis changes (per-op wall time ``ns`` in nanoseconds): ``evict`` for evictors,
-  ``match_prefix`` for matchers, ``build_extend`` and ``build_decode`` for flatten variants;
+  ``match_prefix`` for matchers, ``build_extend`` and ``build_decode`` for flatten variants,
+  ``match_prefix``, ``insert`` and ``evict`` for implementations;
 * the request latencies TTFT and E2E (``ttft_s``, ``e2e_s`` in s; finished requests only), and
   TPOT (``tpot_s``) when the per-request table has it.
 
@@ -27,7 +31,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from radixbench.reports.summary import EVICTOR_AXIS, FLATTEN_AXIS, MATCHER_AXIS
+from radixbench.reports.variant_names import (
+    EVICTOR_AXIS,
+    FLATTEN_AXIS,
+    MATCHER_AXIS,
+    RADIXBENCH,
+    parse_variant,
+    partner,
+)
 
 __all__ = [
     "AXIS_OPS",
@@ -38,11 +49,13 @@ __all__ = [
     "verdict_table",
 ]
 
-#: Axis name -> (axis index in the variant name, ops whose ``ns`` that axis changes).
+#: Axis name -> (axis index in the variant name, ops whose ``ns`` that axis changes); the
+#: ``impl`` axis has no part of its own in a name (index -1).
 AXIS_OPS: Mapping[str, tuple[int, tuple[str, ...]]] = {
     "evictor": (EVICTOR_AXIS, ("evict",)),
     "matcher": (MATCHER_AXIS, ("match_prefix",)),
     "flatten": (FLATTEN_AXIS, ("build_extend", "build_decode")),
+    "impl": (-1, ("match_prefix", "insert", "evict")),
 }
 
 #: Per-request latency columns compared for every pair (those present in the table).
@@ -151,21 +164,28 @@ def verdict(ci_low: float, ci_high: float) -> str:
     return "no significant difference"
 
 
+#: The label of the installed SGLang (``--impl sglang``): the baseline of another SGLang
+#: implementation (a checkout or a subclass under review) when no radixbench variant is run.
+UPSTREAM_SGLANG = "sglang"
+
+
 def _pairs(variants: list[str], baseline: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """``(axis, candidate, baseline_partner)`` for every candidate whose partner exists."""
+    """``(axis, candidate, baseline_partner)`` for every candidate whose partner exists. On the
+    ``impl`` axis the partner is radixbench's baseline variant (``partner``) or, when that was
+    not run, the installed SGLang's variant of the same flatten (``sglang/<flatten>``)."""
     present = set(variants)
     out = []
-    for axis, (index, _ops) in AXIS_OPS.items():
-        base_value = baseline.get(axis)
-        if base_value is None:
-            continue
+    for axis in AXIS_OPS:
         for variant in sorted(present):
-            parts = variant.split("/")
-            if len(parts) <= index or parts[index] == base_value:
-                continue
-            partner = "/".join([*parts[:index], base_value, *parts[index + 1 :]])
-            if partner in present:
-                out.append((axis, variant, partner))
+            base = partner(variant, axis, baseline)
+            if axis == "impl" and (base is None or base not in present):
+                # no radixbench partner: a patched SGLang is compared with upstream SGLang
+                v = parse_variant(variant)
+                upstream = f"{UPSTREAM_SGLANG}/{v.flatten}"
+                if v.impl not in (RADIXBENCH, UPSTREAM_SGLANG) and v.flatten is not None:
+                    base = upstream
+            if base is not None and base in present:
+                out.append((axis, variant, base))
     return out
 
 
@@ -180,7 +200,8 @@ def verdict_table(
     """One row per (candidate, baseline partner, metric) with ratio, 95 % CI and verdict.
 
     ``requests``/``ops``: the per-request and per-op tables (docs/CONTRACTS.md); ``baseline``
-    maps axis names (``evictor``, ``matcher``, optionally ``flatten``) to baseline values.
+    maps axis names (``evictor``, ``matcher``, optionally ``flatten``) to baseline values; other
+    implementations are compared with radixbench's baseline evictor/matcher variant.
     Metrics are named ``<op> ns`` (unit ns) and the request columns (unit s). Rows follow axis,
     candidate, metric order; pairs whose samples are empty for a metric are left out. Returns a
     frame with :data:`VERDICT_COLUMNS`; mutates nothing.

@@ -39,6 +39,9 @@ class KVAccount:
 
 
 def _tree_slots(cache: RadixCache) -> torch.Tensor:
+    """KV slots of every node below ``cache.root``, as int64. Needs only ``children`` (a dict)
+    and ``value`` (a tensor of slots) on nodes, so it walks radixbench's tree and SGLang's
+    (``SGLangCache.root`` is SGLang's root ``TreeNode``) alike."""
     values = []
     stack = list(cache.root.children.values())
     while stack:
@@ -53,7 +56,8 @@ def _tree_slots(cache: RadixCache) -> torch.Tensor:
 def kv_account(cache: RadixCache, live: Iterable[Req]) -> KVAccount:
     """Count the pool's tokens by owner and check no page is owned twice.
 
-    ``cache``: the simulation's ``RadixCache`` (its ``allocator`` and ``req_to_token_pool``);
+    ``cache``: the simulation's cache, a ``RadixCache`` or an ``SGLangCache`` (its
+    ``allocator``, ``req_to_token_pool``, ``page_size``, ``root``, ``total_size()``);
     ``live``: the requests holding KV (running ones and the chunked request). Reads
     ``req_to_token``; mutates nothing. Raises :class:`KVAccountingError` if a request's own
     slots are free, in the tree or shared with another request, if a request holds other than

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from radixbench.cache.evictor import EVICTORS
+from radixbench.cache.impls import RADIXBENCH, check_spec, default_label
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
 from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model
@@ -19,11 +20,23 @@ FLATTENERS_NAMES = ("sum", "chain", "numpy")
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One algorithm combination run by the harness. ``name`` is "evictor/matcher/flatten"."""
+    """One algorithm combination run by the harness.
+
+    ``impl``: the cache implementation's spec (``radixbench.cache.impls``): ``radixbench``
+    (default) runs radixbench's cache with ``evictor`` and ``matcher``, and the variant is named
+    ``"<evictor>/<matcher>/<flatten>"``; an SGLang spec (``sglang``, ``sglang:PATH``,
+    ``sglang:FILE.py:CLASS``) runs SGLang's ``RadixCache``, whose evictor and matcher are its
+    own (``evictor`` / ``matcher`` are then ignored), and the variant is named
+    ``"<impl_label>/<flatten>"``, e.g. ``sglang/chain``. ``impl_label``: that name part
+    (default ``impls.default_label(impl)``; the harness sets it to tell apart two specs with
+    the same default label); it must not contain ``/``. Only the spec's syntax is checked here.
+    """
 
     evictor: str = "heapify"
     matcher: str = "linear"
     flatten: str = "chain"
+    impl: str = RADIXBENCH
+    impl_label: str = ""
 
     def __post_init__(self) -> None:
         for key, value, known in (
@@ -33,10 +46,21 @@ class Variant:
         ):
             if value not in known:
                 raise ValueError(f"unknown {key} {value!r}; known: {', '.join(known)}")
+        check_spec(self.impl)
+        if self.impl == RADIXBENCH:
+            if self.impl_label not in ("", RADIXBENCH):
+                raise ValueError(f"the radixbench impl cannot be relabelled {self.impl_label!r}")
+            object.__setattr__(self, "impl_label", RADIXBENCH)
+        elif not self.impl_label:
+            object.__setattr__(self, "impl_label", default_label(self.impl))
+        if "/" in self.impl_label or not self.impl_label.strip():
+            raise ValueError(f"impl label {self.impl_label!r}: must be non-empty, without '/'")
 
     @property
     def name(self) -> str:
-        return f"{self.evictor}/{self.matcher}/{self.flatten}"
+        if self.impl == RADIXBENCH:
+            return f"{self.evictor}/{self.matcher}/{self.flatten}"
+        return f"{self.impl_label}/{self.flatten}"
 
 
 CLOCKS = ("isolated", "coupled")

@@ -3,11 +3,19 @@
 ``OpRecorder`` keeps columnar lists (cheap appends, one DataFrame at the end, schema in
 docs/CONTRACTS.md). ``instrument(cache, recorder, clock)`` wraps a ``RadixCache`` instance's
 public operations in place, so calls the cache makes to itself (``checkpoint`` / ``release`` ->
-``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref``) are timed too. The recorded time is wall time of the call alone;
-tree statistics are read before the timer starts. In the isolated clock mode nothing measured
-is added to simulated time; in the coupled mode the scheduler takes ``take_charge_ns()`` (the
-top-level calls only: ``insert`` inside ``checkpoint`` is not counted twice) and adds it
-to the step's duration.
+``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref``) are timed too. The
+recorded time is wall time of the call alone; tree statistics are read before the timer
+starts. In the isolated clock mode nothing measured is added to simulated time; in the coupled
+mode the scheduler takes ``take_charge_ns()`` (the top-level calls only: ``insert`` inside
+``checkpoint`` is not counted twice) and adds it to the step's duration.
+
+An ``SGLangCache`` (``radixbench.cache.sglang_adapter``) is instrumented the same way, and so are
+the ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` of the SGLang cache
+inside it: SGLang's own ``checkpoint`` and ``lock`` / ``unlock`` call those directly, bypassing
+the adapter, where radixbench's cache calls its own (instrumented) methods. They are recorded
+under the same op names unless the adapter's method of the same name is the caller (the
+adapter's ``match_prefix`` delegating to SGLang's is one call, recorded once), so both
+implementations give one row per logical operation.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from radixbench.cache.radix_cache import RadixCache
+from radixbench.cache.sglang_adapter import SGLangCache
 
 _COLUMNS = (
     "op",
@@ -38,6 +47,7 @@ class OpRecorder:
     def __init__(self) -> None:
         self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
         self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
+        self.stack: list[str] = []  # ops of the timed calls in progress, innermost last
         self.charge_ns = 0  # top-level timed ns since the scheduler last took them
 
     def take_charge_ns(self) -> int:
@@ -101,10 +111,14 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
         def call(*args: Any) -> Any:
             n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
             rec.depth += 1
+            rec.stack.append(op)
             t0 = perf_counter_ns()
-            res = method(cache, *args)
-            ns = perf_counter_ns() - t0
-            rec.depth -= 1
+            try:
+                res = method(cache, *args)
+            finally:
+                ns = perf_counter_ns() - t0
+                rec.stack.pop()
+                rec.depth -= 1
             rec.add(op, ns, key_len(*args), result(res), n, t, lv, clock())
             return res
 
@@ -123,4 +137,71 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
     cache.dec_lock_ref = timed("dec_lock_ref", no_key, int)
     cache.checkpoint = timed("checkpoint", lambda r, up_to: up_to, lambda _: 0)
     cache.release = timed("release", lambda r, owned, ckpt: owned, lambda _: 0)
+    if isinstance(cache, SGLangCache):
+        _instrument_sglang_inner(cache, rec, clock)
     return cache
+
+
+def _instrument_sglang_inner(
+    cache: SGLangCache, rec: OpRecorder, clock: Callable[[], float]
+) -> None:
+    """Wrap ``cache.sgl``'s (SGLang's own cache object) ``insert`` / ``match_prefix`` /
+    ``inc_lock_ref`` / ``dec_lock_ref`` on the instance (see the module docstring). Their
+    arguments and results are SGLang's: ``InsertParams`` / ``MatchPrefixParams`` (``.key``),
+    ``InsertResult.prefix_len``, ``MatchResult.device_prefix_len``, ``...LockRefResult.delta``.
+    Tree statistics are read from the adapter, live: inside its ``checkpoint`` (the only
+    adapter call that makes SGLang call these while creating nodes) the adapter's
+    ``num_nodes`` is only brought up to date on return, so the ids SGLang handed out since
+    (``TreeNode.counter`` past the adapter's ``_next_id``) are added. The adapter's ``release`` calls its own ``checkpoint`` where radixbench's calls an
+    untimed helper: that inner call is left unrecorded too (one ``release`` row).
+    """
+    sgl = cache.sgl
+    timed_checkpoint = cache.checkpoint
+
+    def checkpoint(req: Any, up_to: int) -> None:
+        if not (rec.stack and rec.stack[-1] == "release"):
+            return timed_checkpoint(req, up_to)
+        rec.stack.append("checkpoint")  # not recorded, but marks the window for nodes()
+        try:
+            return SGLangCache.checkpoint(cache, req, up_to)
+        finally:
+            rec.stack.pop()
+
+    cache.checkpoint = checkpoint
+
+    def nodes() -> int:
+        if "checkpoint" in rec.stack:  # inside the adapter's _begin/_end window
+            return cache.num_nodes + cache._node_cls.counter - cache._next_id
+        return cache.num_nodes
+
+    def wrap(op: str, key_len: Callable[[Any], int], result: Callable[[Any], int]) -> None:
+        method = getattr(sgl, op)  # bound to sgl: instance attributes shadow the class's
+
+        def call(arg: Any, *rest: Any, **kw: Any) -> Any:
+            if rec.stack and rec.stack[-1] == op:
+                return method(arg, *rest, **kw)  # the adapter's `op` delegating: recorded by it
+            n, t, lv = nodes(), cache.total_size(), cache.num_evictable_leaves
+            rec.depth += 1
+            rec.stack.append(op)
+            t0 = perf_counter_ns()
+            try:
+                res = method(arg, *rest, **kw)
+            finally:
+                ns = perf_counter_ns() - t0
+                rec.stack.pop()
+                rec.depth -= 1
+            rec.add(op, ns, key_len(arg), result(res), n, t, lv, clock())
+            return res
+
+        setattr(sgl, op, call)
+
+    def params_len(params: Any) -> int:
+        return len(params.key)
+
+    def no_key(_: Any) -> int:
+        return 0
+
+    wrap("insert", params_len, lambda r: int(r.prefix_len))
+    wrap("match_prefix", params_len, lambda r: int(r.device_prefix_len))
+    wrap("inc_lock_ref", no_key, lambda r: int(r.delta))
+    wrap("dec_lock_ref", no_key, lambda r: int(r.delta))

@@ -13,8 +13,9 @@ import simpy
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool
+from radixbench.cache.impls import make_cache
 from radixbench.cache.paged_allocator import make_allocator
-from radixbench.cache.radix_cache import CacheConfig, RadixCache
+from radixbench.cache.radix_cache import CacheConfig
 from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig, Variant
@@ -96,9 +97,11 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
 class VariantSim:
     """One variant's simulation, steppable so that several can run interleaved.
 
-    Builds a fresh pool, allocator and cache with ``variant``'s algorithms; every request's token
-    ids are materialised on arrival (``block_tokens``). Deterministic for a given trace and config:
-    in the isolated clock mode nothing measured feeds back into the schedule.
+    Builds a fresh pool, allocator and cache with ``variant``'s implementation and algorithms
+    (``radixbench.cache.impls.make_cache``: radixbench's ``RadixCache`` or SGLang's, driven
+    alike); every request's token ids are materialised on arrival (``block_tokens``).
+    Deterministic for a given trace and config: in the isolated clock mode nothing measured
+    feeds back into the schedule.
     """
 
     def __init__(
@@ -115,7 +118,8 @@ class VariantSim:
             cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False
         )
         pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
-        self.cache = RadixCache(
+        self.cache = make_cache(
+            variant.impl,
             pool,
             allocator,
             CacheConfig(cfg.page_size, variant.evictor, variant.matcher, cfg.policy),

@@ -1,18 +1,30 @@
-"""Continuous-batching scheduler as one simpy process (SGLang ``Scheduler`` event loop).
+"""Continuous-batching scheduler as one simpy process.
 
-Each iteration (SGLang ``get_next_batch_to_run``, non-overlap mode) either runs a prefill
-(extend) step — the chunked request first, then waiting requests in the ``sched_policy`` order
-admitted by ``PrefillAdder`` — or, when nothing is admitted, one decode step of every running
-request. Before a decode step ``update_running_batch`` checks that the pages the step opens are
-free (one slot per request when ``page_size`` is 1; evicting if not) and otherwise *retracts*
-requests (``retract_decode``): fewest decoded tokens first, longest input on ties; their uncached
-KV is freed (whole pages), their prefix unlocked, and they go back to the end of the waiting
-queue to be re-prefilled with input + output so far. After every extend step each request that did
-not finish publishes what it computed (``RadixCache.checkpoint``, as sglang 0.5.23's
-``checkpoint_kv_cache``), so requests arriving meanwhile can match it; a finished request is
-released with a final checkpoint, a retracted one without (``release_kv_cache``). ``new_token_ratio`` then jumps to the
-observed ratio and otherwise decays each decode step. KV slots are allocated per token or per
-page by ``sim.kv_alloc.SlotAllocator`` (SGLang ``alloc_for_extend`` / ``alloc_for_decode``).
+Modeled on the non-overlap event loop of ``Scheduler`` in sglang 0.5.23
+(``sglang/srt/managers/scheduler.py``; batch results as ``process_batch_result_prefill`` /
+``_decode`` in ``managers/scheduler_components/batch_result_processor.py``), for one GPU and plain
+generation requests: no overlap scheduling, mixed chunked prefill, priority preemption, PD
+disaggregation, speculative decoding, hierarchical cache or prefill delayers. Differences that
+stay are listed in docs/SGLANG-FIDELITY.md.
+
+Each iteration (0.5.23 ``get_next_batch_to_run``) either runs a prefill (extend) step — the chunked
+request first, then waiting requests in the ``sched_policy`` order admitted by ``PrefillAdder`` —
+or, when nothing is admitted, one decode step of every running request. Before a decode step
+``update_running_batch`` checks that the pages the step opens are free (one slot per request when
+``page_size`` is 1; evicting if not) and otherwise *retracts* requests (``retract_decode``): fewest
+decoded tokens first, longest input on ties; their uncached KV is freed (whole pages), their prefix
+unlocked, and they go back to the end of the waiting queue to be re-prefilled with input + output
+so far. After every extend step each request that did not finish publishes what it computed
+(``RadixCache.checkpoint``, as sglang 0.5.23's ``checkpoint_kv_cache``), so requests arriving
+meanwhile can match it; a finished request is released with a final checkpoint, a retracted one
+without (``release_kv_cache``). The chunked request is checkpointed right after its extend, in
+batch order (a continued chunk is first in its batch); 0.5.23 checkpoints it at the start of the
+next iteration (``stash_chunked_request`` in ``get_next_batch_to_run``), after the batch's other
+requests, so the order of those inserts (and of their clock readings) can differ. After a
+retraction ``new_token_ratio`` jumps to ``(decoded + retract_decode_steps * bs) / max_new`` (0.5.23
+divides by ``max_new + 1``) and otherwise decays each decode step; it is not reset when the server
+goes idle (0.5.23 ``on_idle`` resets it). KV slots are allocated per token or per page by
+``sim.kv_alloc.SlotAllocator`` (0.5.23 ``alloc_for_extend`` / ``alloc_for_decode``).
 
 Step time = cost model forward time (includes ``step_overhead_s``) + in the ``coupled`` clock
 mode the measured CPU time of the step's top-level cache operations and batch builds (work done
@@ -72,7 +84,7 @@ class Scheduler:
         self.retractions = 0
         self.coupled = cfg.clock == "coupled"
         self.arrivals_done = False
-        self.admission_dirty = True  # SGLang's ``not batch_is_full``
+        self.admission_dirty = True  # 0.5.23's ``not running_batch.batch_is_full``
         self._wake: simpy.Event | None = None
         self.slots = SlotAllocator(cache, rec, lambda: float(env.now))
         self.capacity = allocator.size  # tokens: whole pages only when paged
@@ -137,7 +149,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ admission
     def _get_new_batch_prefill(self) -> list[Req]:
-        """SGLang ``get_new_batch_prefill``: the extend batch (maybe empty)."""
+        """sglang 0.5.23 ``get_new_batch_prefill``: the extend batch (maybe empty)."""
         cfg = self.cfg
         if self.chunked_req is None and (not self.waiting or not self.admission_dirty):
             return []
@@ -145,8 +157,9 @@ class Scheduler:
         if self.chunked_req is not None:
             self.chunked_req = adder.add_chunked_req(self.chunked_req)
             if not adder.has_budget():
-                # Deviation from SGLang, for speed: it still matches the queue head here only
-                # to be refused for want of budget; the sole effect would be an LRU touch.
+                # Deviation from 0.5.23, for speed: its calc_priority matches the whole queue
+                # under lpm / dfs-weight before the chunked request is added, and only then
+                # does budget_state() stop the pass; the sole effect would be LRU touches.
                 return adder.can_run
         cap = min(self.capacity, cfg.max_context_len_tokens)
         fcfs = self.policy.name == "fcfs"
@@ -228,7 +241,9 @@ class Scheduler:
                 self.running.append(r)
 
     def _retract_decode(self) -> None:
-        """SGLang ``ScheduleBatch.retract_decode``: retract until the rest can decode."""
+        """sglang 0.5.23 ``ScheduleBatch.retract_decode`` (default ``retraction_policy``):
+        retract until the rest can decode. Where the last request still cannot, 0.5.23 aborts
+        it; here that raises ``RuntimeError``."""
         running = self.running
         order = sorted(
             range(len(running)),
@@ -253,7 +268,7 @@ class Scheduler:
         steps = self.cfg.retract_decode_steps
         self.new_token_ratio = min(1.0, (decoded + steps * len(self.running)) / max_new)
         self.retractions += len(retracted)
-        self.waiting.extend(retracted)  # SGLang _extend_requests_to_queue: at the end
+        self.waiting.extend(retracted)  # 0.5.23 _add_request_to_queue: at the end
         self.admission_dirty = True
 
     def _decode(self) -> Generator[simpy.Event, Any, None]:

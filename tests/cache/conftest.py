@@ -1,15 +1,27 @@
 """Fixtures for the radixbench.cache tests.
 
 ``make_cache`` builds a ``RadixCache`` over a fresh ``TokenToKVPoolAllocator`` (and a
-``ReqToTokenPool``) for the evictor x matcher pair the test is parametrized with. ``put`` inserts a
-token list with freshly allocated KV slots and frees the duplicate-prefix slots exactly as a caller
-of ``RadixCache.insert`` must (``p = cache.insert(key, v); alloc.free(v[:p])``), then checks the
-cache's invariants.
+``ReqToTokenPool``) for the evictor x matcher pair the test is parametrized with. ``make_impl``
+does the same for every evictor x matcher pair *and* for sglang 0.5.23's own ``RadixCache``
+(``sglang_adapter.SGLangCache``; that case is skipped when sglang is not installed), so a test
+written against it checks that radixbench and SGLang behave alike. ``put`` inserts a token list
+with freshly allocated KV slots and frees the duplicate-prefix slots exactly as a caller of
+``RadixCache.insert`` must (``p = cache.insert(key, v); alloc.free(v[:p])``), then checks the
+cache's invariants (``check_any``: ``check_integrity`` for radixbench, a recount of the sizes
+and of the held / free KV slots for SGLang).
+
+Requests: ``Req`` is a minimal ``CacheReq`` (the fields sglang 0.5.23's ``checkpoint`` /
+``release_kv_cache`` use); ``admit`` schedules one as 0.5.23's scheduler does and ``extend``
+writes KV for more of its tokens (prefill chunks, decode steps).
 """
 
 from __future__ import annotations
 
+import importlib.util
+from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import torch
@@ -24,10 +36,14 @@ from radixbench.cache import (
     TokenToKVPoolAllocator,
     TreeNode,
     check_integrity,
+    make_allocator,
 )
 
 EVICTOR_NAMES = sorted(EVICTORS)
 MATCHER_NAMES = sorted(MATCHERS)
+#: radixbench's cache as ``"evictor+matcher"``, and sglang 0.5.23's own ``RadixCache``.
+SGLANG = "sglang"
+IMPL_NAMES = [f"{e}+{m}" for e in EVICTOR_NAMES for m in MATCHER_NAMES] + [SGLANG]
 
 
 @pytest.fixture(params=EVICTOR_NAMES)
@@ -48,16 +64,102 @@ def build_cache(
     kv_size: int = 256,
     max_reqs: int = 8,
     max_context_len: int = 256,
+    policy_config: tuple[tuple[str, int], ...] = (),
+    paged_alloc: bool = False,
+    clock: Callable[[], int] | None = None,
 ) -> tuple[RadixCache, TokenToKVPoolAllocator]:
-    alloc = TokenToKVPoolAllocator(kv_size)
+    """A fresh ``RadixCache``; its allocator is a token allocator, or with ``paged_alloc`` the
+    paged one of ``page_size`` (``make_allocator``)."""
+    alloc = make_allocator(kv_size, page_size) if paged_alloc else TokenToKVPoolAllocator(kv_size)
     pool = ReqToTokenPool(max_reqs, max_context_len)
-    cfg = CacheConfig(page_size=page_size, evictor=evictor, matcher=matcher, policy=policy)
-    cache = RadixCache(pool, alloc, cfg)
+    cfg = CacheConfig(
+        page_size=page_size,
+        evictor=evictor,
+        matcher=matcher,
+        policy=policy,
+        policy_config=policy_config,
+    )
+    cache = RadixCache(pool, alloc, cfg, clock=clock)
     check_integrity(cache)
     return cache, alloc
 
 
-MakeCache = Callable[..., tuple[RadixCache, TokenToKVPoolAllocator]]
+_SGLANG_LOADED: list[Any] = []
+
+
+def load_sglang_or_skip() -> Any:
+    """sglang 0.5.23 loaded once (``sglang_loader.load_sglang("sglang")``); skips the test when
+    the package is not installed."""
+    if not _SGLANG_LOADED:
+        if importlib.util.find_spec("sglang") is None:
+            pytest.skip("sglang is not installed (make install): SGLang comparison skipped")
+        from radixbench.cache.sglang_loader import load_sglang
+
+        _SGLANG_LOADED.append(load_sglang("sglang"))
+    return _SGLANG_LOADED[0]
+
+
+@pytest.fixture
+def sglang_loaded() -> Any:
+    """sglang 0.5.23 as ``load_sglang("sglang")`` loads it; skips when it is not installed."""
+    return load_sglang_or_skip()
+
+
+def build_sglang(
+    page_size: int = 1,
+    policy: str = "lru",
+    kv_size: int = 256,
+    max_reqs: int = 8,
+    max_context_len: int = 256,
+    policy_config: tuple[tuple[str, int], ...] = (),
+    paged_alloc: bool = False,
+    clock: Callable[[], int] | None = None,
+) -> tuple[Any, TokenToKVPoolAllocator]:
+    """sglang 0.5.23's ``RadixCache`` behind ``SGLangCache``, with ``build_cache``'s arguments
+    (default clock: a counter from 1, as radixbench's)."""
+    from radixbench.cache.sglang_adapter import SGLangCache
+
+    loaded = load_sglang_or_skip()
+    alloc = make_allocator(kv_size, page_size) if paged_alloc else TokenToKVPoolAllocator(kv_size)
+    pool = ReqToTokenPool(max_reqs, max_context_len)
+    cfg = CacheConfig(page_size=page_size, policy=policy, policy_config=policy_config)
+    return SGLangCache(pool, alloc, cfg, loaded, clock=clock), alloc
+
+
+def is_sglang(cache: Any) -> bool:
+    return not isinstance(cache, RadixCache)
+
+
+def check_any(cache: Any) -> None:
+    """``check_integrity`` for radixbench's cache. For SGLang's: the sizes, node count and
+    unlocked-leaf count equal a recount of the tree, and no KV slot is held by two nodes or
+    both held and free."""
+    if isinstance(cache, RadixCache):
+        check_integrity(cache)
+        return
+    nodes = leaves = evictable = protected = 0
+    held: list[torch.Tensor] = []
+    stack = list(cache.root.children.values())
+    while stack:
+        node = stack.pop()
+        nodes += 1
+        held.append(node.value)
+        if node.lock_ref == 0:
+            evictable += len(node.key)
+            leaves += not node.children
+        else:
+            protected += len(node.key)
+        stack.extend(node.children.values())
+    assert cache.num_nodes == nodes
+    assert cache.num_evictable_leaves == leaves
+    assert (cache.evictable_size(), cache.protected_size()) == (evictable, protected)
+    if held:
+        slots = torch.cat(held)
+        assert slots.unique().numel() == slots.numel(), "a KV slot is held by two nodes"
+        assert not bool(cache.allocator.is_free[slots].any()), "a KV slot is held and free"
+
+
+MakeCache = Callable[..., tuple[Any, TokenToKVPoolAllocator]]
 
 
 @pytest.fixture
@@ -69,6 +171,26 @@ def make_cache(evictor_name: str, matcher_name: str) -> MakeCache:
         kw.setdefault("evictor", evictor_name)
         kw.setdefault("matcher", matcher_name)
         return build_cache(**kw)  # type: ignore[arg-type]
+
+    return factory
+
+
+@pytest.fixture(params=IMPL_NAMES)
+def impl_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def make_impl(impl_name: str) -> MakeCache:
+    """Factory ``make_impl(page_size=1, policy="lru", kv_size=256, ...)`` -> (cache, alloc):
+    radixbench's cache with this instance's evictor x matcher, or sglang 0.5.23's
+    (``build_sglang``; skipped when sglang is not installed)."""
+
+    def factory(**kw: Any) -> tuple[Any, TokenToKVPoolAllocator]:
+        if impl_name == SGLANG:
+            return build_sglang(**kw)
+        evictor, matcher = impl_name.split("+")
+        return build_cache(evictor=evictor, matcher=matcher, **kw)
 
     return factory
 
@@ -89,7 +211,7 @@ def put_tokens(
     assert slots is not None, "test KV pool too small"
     p = cache.insert(RadixKey(list(tokens), extra_key), slots, priority=priority)
     alloc.free(slots[:p])
-    check_integrity(cache)
+    check_any(cache)
     return p, slots
 
 
@@ -118,7 +240,99 @@ def paths() -> Callable[[RadixCache], dict]:
 
 
 @pytest.fixture
+def check() -> Callable[[Any], None]:
+    return check_any
+
+
+@pytest.fixture
 def cache_builder() -> MakeCache:
     """``build_cache(page_size=1, evictor="heapify", matcher="linear", policy="lru", ...)``
     for tests that compare several evictor/matcher pairs themselves."""
     return build_cache
+
+
+# ---------------------------------------------------------------- requests
+
+
+@dataclass
+class Req:
+    """A ``CacheReq``: what sglang 0.5.23's ``checkpoint`` / ``release_kv_cache`` read and write
+    of a request. ``tokens``: prompt then output tokens (``token_ids()``)."""
+
+    tokens: array
+    origin_input_len: int
+    req_pool_idx: int
+    extra_key: str | None = None
+    priority: int = 0
+    cache_protected_len: int = 0
+    cache_inserted_len: int = 0
+    lock: Any = None
+    last_node: Any = None
+    #: test bookkeeping, not ``CacheReq``: tokens whose KV is in the row so far.
+    kv_len: int = 0
+
+    def token_ids(self) -> array:
+        return self.tokens
+
+
+def extend_req(cache: Any, alloc: TokenToKVPoolAllocator, req: Req, upto: int) -> torch.Tensor:
+    """Allocate and write KV for the request's tokens ``[req.kv_len, upto)``, as 0.5.23's
+    allocation does: a paged allocator continues the partly filled last page
+    (``alloc_extend``), a token allocator hands out single slots. Returns the new slots
+    (int64)."""
+    pool = cache.req_to_token_pool
+    start = req.kv_len
+    assert upto <= len(req.tokens)
+    if hasattr(alloc, "alloc_extend"):
+        last = pool.req_to_token[req.req_pool_idx, start - 1 : start].to(torch.int64)
+        kv = alloc.alloc_extend(
+            torch.tensor([start]),
+            torch.tensor([upto]),
+            last if start else torch.tensor([-1]),
+            upto - start,
+        )
+    else:
+        kv = alloc.alloc(upto - start)
+    assert kv is not None, "test KV pool too small"
+    pool.write(req.req_pool_idx, start, kv)
+    req.kv_len = upto
+    return kv
+
+
+def admit_req(
+    cache: Any,
+    alloc: TokenToKVPoolAllocator,
+    tokens: Sequence[int],
+    n_prompt: int | None = None,
+    extra_key: str | None = None,
+    priority: int = 0,
+    prefill: int | None = None,
+) -> tuple[Req, torch.Tensor]:
+    """Schedule a request as sglang 0.5.23 does: match the prompt ``tokens[:n_prompt]``
+    (default: all of ``tokens``), lock the match, ``cache_protected_len`` = the prefix length,
+    take a ``req_to_token`` row holding the prefix's slots, then allocate fresh KV for the
+    tokens ``[prefix, prefill)`` (default: the whole prompt). Returns ``(req, fresh slots)``."""
+    pool = cache.req_to_token_pool
+    n_prompt = len(tokens) if n_prompt is None else n_prompt
+    row = pool.alloc()
+    assert row is not None
+    req = Req(array("q", tokens), n_prompt, row, extra_key=extra_key, priority=priority)
+    m = cache.match_prefix(RadixKey(list(tokens[:n_prompt]), extra_key))
+    req.cache_protected_len = m.prefix_len
+    req.last_node = m.last_node
+    req.lock = cache.lock(m.last_node)
+    pool.write(row, 0, m.device_indices)
+    req.kv_len = m.prefix_len
+    fresh = extend_req(cache, alloc, req, n_prompt if prefill is None else prefill)
+    check_any(cache)
+    return req, fresh
+
+
+@pytest.fixture
+def admit() -> Callable[..., tuple[Req, torch.Tensor]]:
+    return admit_req
+
+
+@pytest.fixture
+def extend() -> Callable[..., torch.Tensor]:
+    return extend_req

@@ -1,14 +1,16 @@
 """Differential property tests: every evictor x matcher runs the same random operation stream.
 
-For every eviction policy x page size in {1, 4, 16} x key mode (plain; namespaced with
-``extra_key`` / ``cache_salt``; EAGLE bigram), hypothesis draws streams of insert / hold (insert,
-then lock the path, as a running request) / match / match + lock / unlock / evict. Each stream
-runs in lockstep on all evictor x matcher pairs, each over its own cache and (paged) allocator:
-after every operation ``check_integrity`` runs on every pair and the observables must agree with
-the first pair's — insert prefix lengths, the evictions an insert needed under memory pressure,
-match lengths, KV indices and last-node ids, lock/unlock size deltas, evicted token counts and
-victims in order, and the sizes, node count and free KV slots. The KV pool is small
-(``POOL_PAGES`` pages), so inserts evict and, with locks held, fail.
+For every eviction policy (T-LRU with ``TLRU_CONFIG``, so that nodes near a branch's high-water
+depth are TEL-safe) x page size in {1, 4, 16} x key mode (plain; namespaced with ``extra_key`` /
+``cache_salt``; EAGLE bigram), hypothesis draws streams of insert (with a priority and an
+``inserted_len``) / hold (insert, then lock the path, as a running request) / match / match +
+lock / unlock / evict. Each stream runs in lockstep on all evictor x matcher pairs (the
+reference pair first: ``heapify``, sglang 0.5.23's evictor), each over its own cache and (paged)
+allocator: after every operation ``check_integrity`` runs on every pair and the observables must
+agree with the reference pair's — insert prefix lengths, the evictions an insert needed under
+memory pressure, match lengths, KV indices and last-node ids, lock/unlock size deltas, evicted
+token counts and victims in order, and the sizes, node count and free KV slots. The KV pool is
+small (``POOL_PAGES`` pages), so inserts evict and, with locks held, fail.
 
 Seeds are derandomised (each parametrization gets its own, from its node id), so the suite is
 reproducible; failing streams are shrunk. A ledger counts the distinct streams and operations
@@ -41,12 +43,17 @@ from radixbench.cache import (
 
 PAGES = (1, 4, 16)
 MODES = ("plain", "namespaced", "bigram")
-PAIRS = [(e, m) for e in sorted(EVICTORS) for m in sorted(MATCHERS)]
+REFERENCE_EVICTOR = "heapify"
+PAIRS = sorted(
+    ((e, m) for e in EVICTORS for m in MATCHERS), key=lambda p: (p[0] != REFERENCE_EVICTOR, p)
+)
 POOL_PAGES = 16  # KV pool in pages: inserts evict, and fail while locks pin the pool
 MAX_PAGES = 6  # pages per drawn key
-OPS_PER_STREAM = 400
+OPS_PER_STREAM = 350
 EXAMPLES = 4
 TARGET_OPS = 100_000
+#: per page size: TEL-safe = starting within 2 pages of the branch's high-water depth.
+TLRU_CONFIG = {"threshold": 3, "next_prompt_estimate": 1}
 
 # One op is 5 bytes drawn by hypothesis, one draw per op (tuples of integers cost ~5x more to
 # draw): byte 0 picks the kind by weight (the zero byte is "evict", and evict(0) is a no-op, so
@@ -112,7 +119,7 @@ def decode(op: bytes, page: int, mode: str, pats: list[list[int]]) -> tuple[str,
     if mode == "bigram":
         raw.append(7)  # so that a key of n pages has n * page bigrams
     if kind == "insert" or kind == "hold":
-        return kind, make_key(mode, ns, raw), arg % 4  # priority
+        return kind, make_key(mode, ns, raw), arg  # priority and inserted_len, see Lane.insert
     cut = arg % (2 * page + 1)  # drop up to two pages' worth of tokens: partial pages
     return kind, make_key(mode, ns, raw[: max(1, len(raw) - cut)]), 0
 
@@ -126,13 +133,21 @@ def describe(kind: str, key: Any, arg: int) -> str:
 class Lane:
     """One evictor x matcher pair: its cache over a fresh allocator, and the locks it holds."""
 
-    __slots__ = ("alloc", "cache", "locks", "pair")
+    __slots__ = ("alloc", "cache", "locks", "page", "pair")
 
     def __init__(self, pair: tuple[str, str], policy: str, page: int) -> None:
         self.pair = pair
         self.alloc = make_allocator(POOL_PAGES * page, page)
-        cfg = CacheConfig(page_size=page, evictor=pair[0], matcher=pair[1], policy=policy)
+        config = {k: v * page for k, v in TLRU_CONFIG.items()} if policy == "tlru" else {}
+        cfg = CacheConfig(
+            page_size=page,
+            evictor=pair[0],
+            matcher=pair[1],
+            policy=policy,
+            policy_config=tuple(config.items()),
+        )
         self.cache = RadixCache(ReqToTokenPool(4, 64), self.alloc, cfg)
+        self.page = page
         self.locks: list = []
 
     def step(self, kind: str, key: Any, arg: int) -> tuple:
@@ -140,8 +155,8 @@ class Lane:
         cache = self.cache
         if kind == "insert":
             out = self.insert(key, arg)
-        elif kind == "hold":  # a running request: insert, then lock its path (SGLang
-            out = self.insert(key, arg)  # cache_unfinished_req: insert, match, inc_lock_ref)
+        elif kind == "hold":  # a running request: insert, then lock its path (as sglang
+            out = self.insert(key, arg)  # 0.5.23's checkpoint: insert, match, lock)
             if out[0] == "insert":
                 out += self.match(key, lock=True)
         elif kind == "match" or kind == "lock":
@@ -161,8 +176,12 @@ class Lane:
             self.alloc.available_size(),
         )
 
-    def insert(self, key: RadixKey, priority: int) -> tuple:
+    def insert(self, key: RadixKey, arg: int) -> tuple:
+        """Insert with priority ``arg % 4`` and ``inserted_len`` ``(arg >> 2) % 8`` pages (a
+        request that inserted that much of the key before: only nodes ending beyond it count
+        a hit)."""
         alloc = self.alloc
+        priority, inserted_len = arg % 4, (arg >> 2) % 8 * self.page
         n = len(key)
         slots = alloc.alloc(n)
         evicted = None
@@ -172,7 +191,7 @@ class Lane:
             slots = alloc.alloc(n)
         if slots is None:
             return ("insert-full", evicted)
-        p = self.cache.insert(key, slots, priority=priority)
+        p = self.cache.insert(key, slots, priority=priority, inserted_len=inserted_len)
         alloc.free(slots[:p])
         return ("insert", evicted, p)
 
@@ -261,6 +280,7 @@ def run_lockstep(policy: str, page: int, mode: str, ops: list[bytes]) -> Counter
     invariant, naming the op, the pair and the ops that led there."""
     lanes = [Lane(pair, policy, page) for pair in PAIRS]
     ref_lane, others = lanes[0], lanes[1:]
+    assert ref_lane.pair[0] == REFERENCE_EVICTOR
     pats = page_patterns(page)
     seen: Counter[str] = Counter()
     for i, op in enumerate(ops):

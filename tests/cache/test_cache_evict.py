@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -187,20 +188,26 @@ def test_many_touches_then_evict_keeps_order(make_cache, put, policy) -> None:
 
 # ---------------------------------------------------------------- policies x evictors
 
-# Three disjoint 2-token leaves under the root, built on a logical clock (one tick per op):
-#   t1 insert A (priority 3)   t2 insert B (priority 5)   t3 insert C (priority 1)
-#   t4 insert B                t5 insert B                 t6 match A        t7 match C
-# so  A: created 1, accessed 6, hits 0, prio 3
-#     B: created 2, accessed 5, hits 2, prio 5
-#     C: created 3, accessed 7, hits 0, prio 1
+# Three disjoint 2-token leaves under the root, built on the default counter clock (reads 1, 2,
+# ... where SGLang reads time.monotonic: the root takes 1, 2; each insert walk 1 reading, each
+# new node 2 (access, creation); each match walk 1):
+#   insert A (priority 3): walk 3, A 4/5      insert B (priority 5): walk 6, B 7/8
+#   insert C (priority 1): walk 9, C 10/11    insert B: 12    insert B: 13
+#   match A: 14                               match C: 15
+# so  A: created 5, accessed 14, hits 1, prio 3
+#     B: created 8, accessed 13, hits 3, prio 5  (0.5.23: a new leaf counts 1 hit)
+#     C: created 11, accessed 15, hits 1, prio 1
 EXPECTED_ORDER = {
     "lru": "BAC",  # oldest access first
     "mru": "CAB",  # newest access first
     "fifo": "ABC",  # oldest creation first
     "filo": "CBA",  # newest creation first
-    "lfu": "ACB",  # fewest hits (A, C: 0) first, LRU among them; B (2 hits) last
+    "lfu": "ACB",  # fewest hits (A, C: 1) first, LRU among them; B (3 hits) last
     "priority": "CAB",  # lowest priority first
     "slru": "ACB",  # probationary (hits < 2: A, C) by LRU, then protected B
+    # Default config (threshold 0, no next-prompt estimate): a node is TEL-safe only when it
+    # starts at or beyond its branch's depth, which no node does: plain LRU.
+    "tlru": "BAC",
 }
 
 
@@ -210,8 +217,10 @@ def test_expected_orders_cover_all_policies() -> None:
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("one_call", [True, False], ids=["one-call", "one-by-one"])
-def test_policy_order(make_cache, put, policy: str, one_call: bool) -> None:
-    cache, alloc = make_cache(policy=policy, kv_size=32)
+def test_policy_order(make_impl, impl_name, put, check, policy: str, one_call: bool) -> None:
+    if policy == "tlru" and impl_name == "sglang":
+        pytest.skip("sglang 0.5.23's RadixCache keeps no T-LRU lengths (see the tlru tests)")
+    cache, alloc = make_impl(policy=policy, kv_size=32)
     put(cache, alloc, [10, 11], priority=3)
     put(cache, alloc, [20, 21], priority=5)
     put(cache, alloc, [30, 31], priority=1)
@@ -219,9 +228,14 @@ def test_policy_order(make_cache, put, policy: str, one_call: bool) -> None:
     put(cache, alloc, [20, 21])
     cache.match_prefix(RadixKey([10, 11]))
     cache.match_prefix(RadixKey([30, 31]))
-    check_integrity(cache)
-    names = {cache.root.children[t].id: n for t, n in ((10, "A"), (20, "B"), (30, "C"))}
-    assert cache.root.children[20].hit_count == 2
+    check(cache)
+    a, b, c = (cache.root.children[t] for t in (10, 20, 30))
+    names = {a.id: "A", b.id: "B", c.id: "C"}
+    assert [(n.creation_time, n.last_access_time, n.hit_count, n.priority) for n in (a, b, c)] == [
+        (5, 14, 1, 3),
+        (8, 13, 3, 5),
+        (11, 15, 1, 1),
+    ]
     if one_call:
         res = cache.evict(6)
         victims = res.victims
@@ -230,12 +244,25 @@ def test_policy_order(make_cache, put, policy: str, one_call: bool) -> None:
         victims = []
         for _ in range(3):
             res = cache.evict(1)
-            check_integrity(cache)
+            check(cache)
             assert res.num_evicted == 2
             victims += res.victims
-    check_integrity(cache)
+    check(cache)
     assert "".join(names[v] for v in victims) == EXPECTED_ORDER[policy]
     assert alloc.available_size() == 32
+
+
+def test_slru_protected_threshold(make_impl, put, check) -> None:
+    """SLRU with ``protected_threshold`` 3 (SGLang ``--radix-eviction-policy-config``): leaves
+    with 1 and 2 hits are probationary (LRU among them), the 3-hit one protected."""
+    cache, alloc = make_impl(policy="slru", policy_config=(("protected_threshold", 3),))
+    for toks in ([3], [3], [3], [2], [2], [1]):
+        put(cache, alloc, toks)
+    one, two, three = (cache.root.children[t] for t in (1, 2, 3))
+    assert (one.hit_count, two.hit_count, three.hit_count) == (1, 2, 3)
+    cache.match_prefix(RadixKey([2]))  # two is now the most recently used
+    assert cache.evict(3).victims == [one.id, two.id, three.id]
+    check(cache)
 
 
 def test_priority_policy_uses_max_priority_of_inserts(make_cache, put) -> None:
@@ -249,24 +276,184 @@ def test_priority_policy_uses_max_priority_of_inserts(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_lfu_cascade_parent_order(make_cache, put) -> None:
-    # Parent [1] is created by the first insert and walked by the next two (hit_count 2). Once
-    # its children are gone it is a leaf older than [9] (LRU would take it first), but LFU
-    # takes the 0-hit [9] first.
-    cache, alloc = make_cache(policy="lfu")
+def test_lfu_cascade_parent_order(make_impl, put, check) -> None:
+    # Parent [1] is created by the first insert (1 hit) and walked by the next two (3 hits).
+    # Once its children are gone it is a leaf older than [9] (LRU would take it first), but LFU
+    # takes the 1-hit [9] first.
+    cache, alloc = make_impl(policy="lfu")
     put(cache, alloc, [1])
     put(cache, alloc, [1, 2])
     put(cache, alloc, [1, 3])
     put(cache, alloc, [9])
     parent = cache.root.children[1]
-    assert parent.hit_count == 2
+    assert parent.hit_count == 3
     kids = [parent.children[2].id, parent.children[3].id]
-    res = cache.evict(2)  # [2] (t2), [3] (t3): 0 hits, older than [9] (t4) -> 2 tokens, stop
+    assert [parent.children[t].hit_count for t in (2, 3)] == [1, 1]
+    res = cache.evict(2)  # [2], [3]: 1 hit, older than [9] (1 hit) -> 2 tokens, stop
     assert res.victims == kids
     nine = cache.root.children[9]
     assert cache.evict(1).victims == [nine.id]
     assert cache.evict(1).victims == [parent.id]
+    check(cache)
+
+
+def test_lfu_split_frees_the_older_lower_half(make_impl, put, check) -> None:
+    """Repro: LFU, insert [4,3,6], insert [4,3,4], evict(1). The split's upper half [4,3] is
+    a new node (2 hits); the leaves [6] (the old node's lower half, touched by the second
+    insert's walk) and [4] (new) have 1 hit each, and [6]'s access time is older: SGLang frees
+    [6]."""
+    cache, alloc = make_impl(policy="lfu")
+    put(cache, alloc, [4, 3, 6])
+    six = cache.root.children[4]  # the first insert's node: it becomes the lower half [6]
+    put(cache, alloc, [4, 3, 4])
+    upper = cache.root.children[4]
+    four = upper.children[4]
+    assert six.parent is upper and list(six.key.token_ids) == [6]
+    assert (upper.hit_count, six.hit_count, four.hit_count) == (2, 1, 1)
+    assert six.last_access_time < upper.last_access_time < four.last_access_time
+    res = cache.evict(1)
+    assert (res.num_evicted, res.victims) == (1, [six.id])
+    assert list(upper.children) == [4]
+    check(cache)
+
+
+def test_mru_split_frees_the_new_leaf(make_impl, put, check) -> None:
+    """Repro: MRU, insert [1,3,1,4,1], insert [1,3,1,4,4], evict(1). The second insert's walk
+    touches the old node, then the split's upper half [1,3,1,4] and the new leaf [4] read the
+    clock after it: the most recently used leaf is the new [4], which SGLang frees; the lower
+    half [1] stays."""
+    cache, alloc = make_impl(policy="mru")
+    put(cache, alloc, [1, 3, 1, 4, 1])
+    one = cache.root.children[1]
+    put(cache, alloc, [1, 3, 1, 4, 4])
+    upper = cache.root.children[1]
+    four = upper.children[4]
+    assert one.parent is upper and list(one.key.token_ids) == [1]
+    assert one.last_access_time < four.last_access_time
+    res = cache.evict(1)
+    assert (res.num_evicted, res.victims) == (1, [four.id])
+    assert list(upper.children) == [1] and upper.children[1] is one
+    check(cache)
+
+
+# ---------------------------------------------------------------- T-LRU
+
+TLRU_CONFIG = (("threshold", 3), ("next_prompt_estimate", 1))
+
+
+def _tlru_tree(cache, alloc, put) -> dict[str, Any]:
+    """Page 1, threshold 3, next prompt estimate 1: budget = L + 1 - 3 = L - 2 tokens for a
+    branch of high-water depth L; a node starting at or beyond it is TEL-safe.
+
+    Inserted oldest first: E = [20..29] (a 10-token branch of its own: starts at 0 < 8, not
+    safe); D0 = [1..10] with D1 = [11, 12] below it (L = 12: D1 starts at 10 >= 10, safe; D0
+    at 0, not); then D2 = [13..16] below D1 (L = 16, budget 14: now D1 starting at 10 is not
+    safe, D2 at 12 is not either); S = [40] (L = 1, budget 0: safe, as every node of a branch
+    no longer than threshold - estimate); finally F = [1..10, 50, 51] (a sibling of D1, starts
+    at 10: its own branch reaches 12 but D0's high-water mark is 16; F's is 12, budget 10:
+    safe)."""
+    put(cache, alloc, list(range(20, 30)))
+    put(cache, alloc, list(range(1, 11)))
+    put(cache, alloc, list(range(1, 13)))
+    put(cache, alloc, list(range(1, 17)))
+    put(cache, alloc, [40])
+    put(cache, alloc, [*range(1, 11), 50, 51])
+    d0 = cache.root.children[1]
+    d1 = d0.children[11]
+    return {
+        "E": cache.root.children[20],
+        "D0": d0,
+        "D1": d1,
+        "D2": d1.children[13],
+        "S": cache.root.children[40],
+        "F": d0.children[50],
+    }
+
+
+def test_tlru_lengths(cache_builder, put) -> None:
+    cache, alloc = cache_builder(policy="tlru", policy_config=TLRU_CONFIG)
+    nodes = _tlru_tree(cache, alloc, put)
+    lens = {name: (n.tlru_cached_prefix_len, n.tlru_history_len) for name, n in nodes.items()}
+    assert lens == {
+        "E": (10, 10),
+        "D0": (10, 16),
+        "D1": (12, 16),
+        "D2": (16, 16),
+        "S": (1, 1),
+        "F": (12, 12),
+    }
+    # A split's upper half: depth = parent's + split length, history = the lower half's.
+    cache.match_prefix(RadixKey([1, 2, 3, 4, 0]))
+    upper = cache.root.children[1]
+    assert (upper.tlru_cached_prefix_len, upper.tlru_history_len) == (4, 16)
+    assert (nodes["D0"].tlru_cached_prefix_len, nodes["D0"].tlru_history_len) == (10, 16)
+
+
+def test_tlru_keys_are_sglangs(cache_builder, put, sglang_loaded) -> None:
+    """radixbench's T-LRU key agrees with sglang 0.5.23's own ``TLRUStrategy.get_priority``
+    on every node (SGLang reads the unified tree's ``_tlru_*`` lengths: given here by a
+    proxy)."""
+    strategy_cls = sglang_loaded.modules["sglang.srt.mem_cache.evict_policy"].TLRUStrategy
+    cache, alloc = cache_builder(policy="tlru", policy_config=TLRU_CONFIG)
+    nodes = _tlru_tree(cache, alloc, put)
+    sglang = strategy_cls(**dict(TLRU_CONFIG))
+    for n in nodes.values():
+        proxy = type("Node", (), {})()
+        proxy._tlru_history_len = n.tlru_history_len
+        proxy._tlru_cached_prefix_len = n.tlru_cached_prefix_len
+        proxy.key = n.key
+        proxy.last_access_time = n.last_access_time
+        assert cache.policy.key(n)[:-1] == sglang.get_priority(proxy)
+    assert [cache.policy.key(n)[0] for n in nodes.values()] == [0, 0, 0, 0, -1, -1]
+
+
+def test_tlru_split_rekeys_the_lower_half(make_cache, put) -> None:
+    """Page 1, threshold 3, estimate 1 (budget L - 2). A 10-token leaf C (older) and a
+    10-token leaf A: neither is TEL-safe (both start at 0 < 8). A match splits A after 8
+    tokens: its lower half [9, 10] now starts at 8 >= 8 and is TEL-safe, so it goes first
+    (SGLang's TLRUStrategy keys it when it evicts); LRU order would take C. Regression: the
+    evictors that key a node when told (persistent-heap, lru-list) kept the lower half's
+    pre-split key when it was re-keyed before ``_split_node`` shortened it."""
+    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    put(cache, alloc, list(range(30, 40)))
+    put(cache, alloc, list(range(1, 11)))
+    cache.match_prefix(RadixKey([1, 2, 3, 4, 5, 6, 7, 8, 0]))
+    lower = cache.root.children[1].children[9]
+    assert cache.policy.key(lower)[0] == -1
     check_integrity(cache)
+    assert cache.evict(1).victims == [lower.id]
+    # The same through insert's split: A again, then [1..8, 99, 99] splits it after 8. Both
+    # [9, 10] and the new leaf [99, 99] are TEL-safe; [9, 10] was touched first.
+    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    put(cache, alloc, list(range(30, 40)))
+    put(cache, alloc, list(range(1, 11)))
+    put(cache, alloc, [1, 2, 3, 4, 5, 6, 7, 8, 99, 99])
+    lower = cache.root.children[1].children[9]
+    assert cache.policy.key(lower)[0] == cache.policy.key(lower.parent.children[99])[0] == -1
+    check_integrity(cache)
+    assert cache.evict(1).victims == [lower.id]
+
+
+@pytest.mark.parametrize("one_call", [True, False], ids=["one-call", "one-by-one"])
+def test_tlru_evicts_tel_safe_leaves_first(make_cache, put, one_call: bool) -> None:
+    """Leaves: E (oldest, not safe), D2 (not safe), S and F (safe). T-LRU takes the TEL-safe
+    ones first, by LRU (S, F), then the rest by LRU: E, D2, then D1 (a leaf once D2 is gone;
+    its branch's high-water depth stays 16, so it is still not safe; with the resident depth
+    12 it would be), then F's and D1's parent D0. LRU would take E first."""
+    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    nodes = _tlru_tree(cache, alloc, put)
+    names = {n.id: name for name, n in nodes.items()}
+    if one_call:
+        res = cache.evict(10**6)
+        victims = res.victims
+    else:
+        victims = []
+        while cache.evictable_size():
+            victims += cache.evict(1).victims
+            check_integrity(cache)
+    assert [names[v] for v in victims] == ["S", "F", "E", "D2", "D1", "D0"]
+    check_integrity(cache)
+    assert cache.num_nodes == 0
 
 
 def test_make_evictor_and_policy_unknown() -> None:
@@ -285,7 +472,14 @@ def _random_run(
     """A reproducible stream of inserts / matches / locks / unlocks / evicts; returns its log."""
     rng = random.Random(seed)
     cache, alloc = build_cache(
-        page_size=page, evictor=evictor, matcher=matcher, policy=policy, kv_size=4096
+        page_size=page,
+        evictor=evictor,
+        matcher=matcher,
+        policy=policy,
+        kv_size=4096,
+        policy_config=(("threshold", 3 * page), ("next_prompt_estimate", page))
+        if policy == "tlru"
+        else (),
     )
     locked: list = []
     log: list = []
@@ -326,6 +520,7 @@ def test_all_evictors_and_matchers_agree(cache_builder, put, paths, policy, page
             for m in MATCHERS
         }
         ref_key, ref = next(iter(logs.items()))
+        assert ref_key[0] == "heapify"
         assert any(entry[0] == "evict" and entry[2] for entry in ref if isinstance(entry[0], str))
         for k, log in logs.items():
             assert log == ref, f"{k} differs from {ref_key} (policy={policy}, seed={seed})"
@@ -360,7 +555,7 @@ def test_lru_list_fast_path_and_side_heap(cache_builder, put) -> None:
     assert cache.num_nodes == 0 and ev.list_len == 0
 
 
-@pytest.mark.parametrize("policy", ["lfu", "fifo", "mru", "filo", "priority", "slru"])
+@pytest.mark.parametrize("policy", ["lfu", "fifo", "mru", "filo", "priority", "slru", "tlru"])
 def test_lru_list_falls_back_to_heap_for_non_monotone_policies(cache_builder, put, policy) -> None:
     cache, alloc = cache_builder(evictor="lru-list", policy=policy, kv_size=64)
     assert not cache.evictor.use_list

@@ -143,11 +143,11 @@ def test_detects_slot_held_twice(healthy) -> None:
 
 def test_detects_evictor_missing_member(healthy) -> None:
     cache, _, _ = healthy
-    if cache.config.evictor == "persistent-heap":
-        cache.evictor.reset()  # forgets the live leaves
-    else:
-        # The heapify evictor derives its members from the tree; corrupt the flag it relies on.
+    if cache.config.evictor == "heapify-walk":
+        # It derives its members from the tree by a walk; corrupt the cached flag instead.
         cache.root.children[9].evictable = False
+    else:
+        cache.evictor.reset()  # forgets the evictable leaves it keeps
     with pytest.raises(IntegrityError):
         check_integrity(cache)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from radixbench.cache import CacheConfig, RadixCache, RadixKey, check_integrity
+from radixbench.cache import CacheConfig, RadixKey, check_integrity
 
 # ---------------------------------------------------------------- config
 
@@ -18,6 +18,11 @@ from radixbench.cache import CacheConfig, RadixCache, RadixKey, check_integrity
         {"evictor": "nope"},
         {"matcher": "nope"},
         {"policy": "nope"},
+        {"policy": "tlru", "policy_config": (("threshold", -1),)},
+        {"policy": "tlru", "policy_config": (("next_prompt_estimate", -1),)},
+        {"policy": "tlru", "policy_config": (("nope", 1),)},
+        {"policy": "lru", "policy_config": (("threshold", 1),)},
+        {"policy": "slru", "policy_config": (("threshold", 1),)},
     ],
 )
 def test_config_validation(kw: dict) -> None:
@@ -265,20 +270,41 @@ def test_paged_child_keys_are_page_tuples(make_cache, put, page) -> None:
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_insert_unaligned_raises_and_changes_nothing(make_cache, put, paths, page):
-    cache, alloc = make_cache(page_size=page, kv_size=512)
-    put(cache, alloc, list(range(1, page + 1)))
+def test_paged_insert_truncates_unaligned_key(make_impl, put, paths, check, page) -> None:
+    """An unaligned key is cut to whole pages (SGLang ``page_aligned``), never rejected: the
+    tree takes the new whole pages' slots; the partial page's slots stay the caller's."""
+    cache, alloc = make_impl(page_size=page, kv_size=512)
+    _, v0 = put(cache, alloc, list(range(1, page + 1)))
     before = (paths(cache), cache.num_nodes, cache.evictable_size(), cache.protected_size())
-    for n in (1, page - 1, page + 1, 2 * page + 3):
+    for n in (1, page - 1, page + 1):  # nothing new in whole pages: nothing changes
         v = alloc.alloc(n)
         assert v is not None
-        with pytest.raises(ValueError):
-            cache.insert(RadixKey(list(range(1, n + 1))), v)
+        free = alloc.available_size()
+        assert cache.insert(RadixKey(list(range(1, n + 1))), v) == n // page * page
+        assert alloc.available_size() == free
         alloc.free(v)
-        check_integrity(cache)
-    assert (paths(cache), cache.num_nodes, cache.evictable_size(), cache.protected_size()) == (
-        before
-    )
+        check(cache)
+        assert (
+            paths(cache),
+            cache.num_nodes,
+            cache.evictable_size(),
+            cache.protected_size(),
+        ) == before
+    n = 2 * page + 3
+    v = alloc.alloc(n)
+    assert v is not None
+    assert cache.insert(RadixKey(list(range(1, n + 1))), v) == page
+    alloc.free(v[:page])
+    check(cache)
+    assert not bool(alloc.is_free[v[page : 2 * page]].any())  # the tree's now
+    assert paths(cache) == {
+        **before[0],
+        (None, tuple(range(1, 2 * page + 1))): v0.tolist() + v[page : 2 * page].tolist(),
+    }
+    assert (cache.num_nodes, cache.evictable_size()) == (2, 2 * page)
+    alloc.free(v[2 * page :])  # the partial page: never the tree's
+    check(cache)
+    assert alloc.available_size() + cache.total_size() == 512
 
 
 def test_insert_value_length_mismatch_raises(make_cache) -> None:
@@ -332,34 +358,61 @@ def test_insert_empty_key(make_cache) -> None:
     check_integrity(cache)
 
 
-def test_insert_hit_count_increments_on_walked_path(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_insert_hit_count_increments_on_walked_path(make_impl, put) -> None:
+    """0.5.23: a new leaf starts with one hit; every insert that walks through a node counts
+    one more; match_prefix counts none."""
+    cache, alloc = make_impl()
     put(cache, alloc, [1, 2, 3])
     node = cache.root.children[1]
-    assert node.hit_count == 0  # a new leaf has not been walked through yet
+    assert node.hit_count == 1
     put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 2, 3, 4])
-    assert node.hit_count == 2
+    assert node.hit_count == 3
     leaf4 = node.children[4]
-    assert leaf4.hit_count == 0
+    assert leaf4.hit_count == 1
     put(cache, alloc, [1, 2, 3, 4, 5])
-    assert (node.hit_count, leaf4.hit_count) == (3, 1)
+    assert (node.hit_count, leaf4.hit_count, leaf4.children[5].hit_count) == (4, 2, 1)
     put(cache, alloc, [9])  # other branch: no change here
-    assert (node.hit_count, leaf4.hit_count) == (3, 1)
-    # match_prefix does not count as a hit.
+    assert (node.hit_count, leaf4.hit_count) == (4, 2)
     cache.match_prefix(RadixKey([1, 2, 3, 4]))
-    assert (node.hit_count, leaf4.hit_count) == (3, 1)
+    assert (node.hit_count, leaf4.hit_count) == (4, 2)
+    assert cache.root.hit_count == 0
 
 
-def test_split_inherits_lock_priority_hit_count(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_insert_inserted_len_counts_only_new_nodes(make_impl) -> None:
+    """``inserted_len``: tokens of this key the same request inserted before (0.5.23
+    ``cache_inserted_len``): only nodes that end beyond it count a hit, a new leaf included."""
+    cache, _ = make_impl()
+    cache.insert(RadixKey([1, 2, 3]))  # value None: the token ids as slots
+    cache.insert(RadixKey([1, 2, 3, 4, 5]))
+    a = cache.root.children[1]
+    b = a.children[4]
+    assert (a.hit_count, b.hit_count) == (2, 1)
+    assert cache.insert(RadixKey([1, 2, 3, 4, 5, 6]), inserted_len=5) == 5
+    c = b.children[6]
+    assert (a.hit_count, b.hit_count, c.hit_count) == (2, 1, 1)  # only [6] ends beyond 5
+    cache.insert(RadixKey([1, 2, 3, 4, 5, 6]), inserted_len=4)  # b, c end beyond 4
+    assert (a.hit_count, b.hit_count, c.hit_count) == (2, 2, 2)
+    cache.insert(RadixKey([1, 2, 3, 4, 5, 6, 7]), inserted_len=9)  # all within 9
+    d = c.children[7]
+    assert (a.hit_count, b.hit_count, c.hit_count, d.hit_count) == (2, 2, 2, 0)
+    # A split's upper half ends at 2 > inserted_len 1: it counts; the lower half counts none.
+    cache.insert(RadixKey([1, 2, 8]), inserted_len=1)
+    upper = cache.root.children[1]
+    assert upper is not a and a.parent is upper
+    assert (upper.hit_count, a.hit_count, upper.children[8].hit_count) == (3, 2, 1)
+
+
+def test_split_by_insert_counts_and_raises_only_the_upper_half(make_impl, put, check) -> None:
+    cache, alloc = make_impl()
     put(cache, alloc, [1, 2, 3, 4, 5], priority=3)
-    put(cache, alloc, [1, 2, 3, 4, 5], priority=0)  # hit_count 1, priority stays max = 3
+    put(cache, alloc, [1, 2, 3, 4, 5], priority=0)  # hit_count 2, priority stays max = 3
     leaf = cache.root.children[1]
-    assert (leaf.hit_count, leaf.priority) == (1, 3)
+    assert (leaf.hit_count, leaf.priority) == (2, 3)
     cache.inc_lock_ref(leaf)
-    check_integrity(cache)
+    check(cache)
     assert (cache.evictable_size(), cache.protected_size()) == (0, 5)
+    walk_time = cache.root.last_access_time
     p, _ = put(cache, alloc, [1, 2, 9], priority=1)
     assert p == 2
     upper = cache.root.children[1]
@@ -367,36 +420,57 @@ def test_split_inherits_lock_priority_hit_count(make_cache, put) -> None:
     assert list(upper.key.token_ids) == [1, 2]
     assert leaf.parent is upper
     assert list(leaf.key.token_ids) == [3, 4, 5]
-    # The walk touched the old node before splitting, so both halves carry the 2nd hit.
-    assert (upper.lock_ref, upper.priority, upper.hit_count) == (1, 3, 2)
+    # The split's upper half is a new node copying lock, priority and hit count, then walked:
+    # one more hit. The lower half keeps its 2 hits and was touched by the walk before the
+    # split; the upper half's clock readings (access, creation) come after that touch.
+    assert (upper.lock_ref, upper.priority, upper.hit_count) == (1, 3, 3)
     assert (leaf.lock_ref, leaf.priority, leaf.hit_count) == (1, 3, 2)
+    t = cache.root.last_access_time
+    assert t > walk_time and leaf.last_access_time == t
+    assert (upper.last_access_time, upper.creation_time) == (t + 1, t + 2)
     new = upper.children[9]
-    assert (new.lock_ref, new.priority, new.hit_count) == (0, 1, 0)
+    assert (new.lock_ref, new.priority, new.hit_count) == (0, 1, 1)
+    assert (new.last_access_time, new.creation_time) == (t + 3, t + 4)
     # A split moves no tokens between evictable and protected; only the new token is added.
     assert (cache.evictable_size(), cache.protected_size()) == (1, 5)
     # Unlocking through the (now lower) original node unlocks both halves.
     assert cache.dec_lock_ref(leaf) == 5
     assert (upper.lock_ref, leaf.lock_ref) == (0, 0)
     assert (cache.evictable_size(), cache.protected_size()) == (6, 0)
-    check_integrity(cache)
+    check(cache)
 
 
-def test_match_split_inherits_lock_and_priority(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_split_by_insert_raises_priority_of_the_upper_half_only(make_impl, put) -> None:
+    cache, alloc = make_impl()
+    put(cache, alloc, [1, 2, 3, 4, 5], priority=1)
+    put(cache, alloc, [1, 2, 9], priority=4)
+    upper = cache.root.children[1]
+    lower, new = upper.children[3], upper.children[9]
+    assert (upper.priority, lower.priority, new.priority) == (4, 1, 4)
+    assert cache.root.priority == 4
+
+
+def test_match_split_inherits_lock_priority_and_hits(make_impl, put, check) -> None:
+    cache, alloc = make_impl()
     put(cache, alloc, [1, 2, 3, 4], priority=7)
     leaf = cache.root.children[1]
     cache.inc_lock_ref(leaf)
     cache.inc_lock_ref(leaf)
     r = cache.match_prefix(RadixKey([1, 2, 0]))
-    check_integrity(cache)
+    check(cache)
     upper = r.last_node
     assert upper is not leaf and leaf.parent is upper
-    assert (upper.lock_ref, upper.priority) == (2, 7)
+    # A match counts no hit: the upper half copies the lower's.
+    assert (upper.lock_ref, upper.priority, upper.hit_count) == (2, 7, 1)
+    assert (leaf.lock_ref, leaf.priority, leaf.hit_count) == (2, 7, 1)
+    t = cache.root.last_access_time
+    assert leaf.last_access_time == t
+    assert (upper.last_access_time, upper.creation_time) == (t + 1, t + 2)
     assert (cache.evictable_size(), cache.protected_size()) == (0, 4)
 
 
-def test_insert_priority_is_max_over_walked_path(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_insert_priority_is_max_over_walked_path(make_impl, put) -> None:
+    cache, alloc = make_impl()
     put(cache, alloc, [1, 2], priority=2)
     put(cache, alloc, [1, 2, 3], priority=5)
     a = cache.root.children[1]
@@ -436,9 +510,62 @@ def test_reset_drops_tree(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_cache_without_pool_cannot_cache_requests() -> None:
-    from radixbench.cache import TokenToKVPoolAllocator
+def test_insert_keeps_a_copy_of_the_value(make_impl, check) -> None:
+    """The tree clones what it keeps of ``value`` (SGLang ``value.clone()``), on insert and on
+    both halves of a split: later writes to the caller's tensor, to a node's value from before
+    a split, or to the indices a match returned change no cached index."""
+    cache, alloc = make_impl()
+    slots = alloc.alloc(5)
+    assert slots is not None
+    expected = slots.tolist()
+    v = slots.clone()  # the caller's tensor
+    cache.insert(RadixKey([1, 2, 3, 4, 5]), v)
+    v.fill_(0)
+    full = RadixKey([1, 2, 3, 4, 5])
+    assert cache.match_prefix(full).device_indices.tolist() == expected
+    (node,) = cache.root.children.values()
+    before_split = node.value
+    r = cache.match_prefix(RadixKey([1, 2, 3, 9]))  # splits [1,2,3] | [4,5]
+    assert r.device_indices.tolist() == expected[:3]
+    before_split.fill_(0)
+    r.device_indices.fill_(0)
+    assert cache.match_prefix(full).device_indices.tolist() == expected
+    assert r.last_node.value.tolist() == expected[:3]
+    dup = torch.tensor([*expected[:3], 0, 0], dtype=torch.int64)
+    assert cache.insert(full, dup) == 5  # fully cached: the tree keeps its own slots
+    dup.fill_(-1)
+    assert cache.match_prefix(full).device_indices.tolist() == expected
+    check(cache)
 
-    cache = RadixCache(None, TokenToKVPoolAllocator(4))
-    with pytest.raises(RuntimeError):
-        cache.cache_finished_req(object())  # type: ignore[arg-type]
+
+def test_clock_is_read_where_sglang_reads_time(make_impl) -> None:
+    """Reads of the injected clock: two per new node (access, then creation time), one per
+    insert walk, one per match walk, none for a match whose page-aligned key is empty."""
+    ticks: list[int] = []
+
+    def clock() -> int:
+        ticks.append(len(ticks) + 100)
+        return ticks[-1]
+
+    cache, _ = make_impl(page_size=2, clock=clock)
+    assert (cache.root.last_access_time, cache.root.creation_time) == (100, 101)
+    cache.insert(RadixKey([1, 2, 3, 4]))  # walk 102, leaf 103 / 104
+    (leaf,) = cache.root.children.values()
+    assert (cache.root.last_access_time, leaf.last_access_time, leaf.creation_time) == (
+        102,
+        103,
+        104,
+    )
+    cache.match_prefix(RadixKey([1]))  # shorter than a page: no walk, no reading
+    cache.match_prefix(RadixKey([]))
+    assert len(ticks) == 5
+    cache.match_prefix(RadixKey([7, 7]))  # a miss still walks from the root
+    assert (len(ticks), cache.root.last_access_time) == (6, 105)
+    r = cache.match_prefix(RadixKey([1, 2, 9, 9]))  # walk 106, split's new node 107 / 108
+    assert (leaf.last_access_time, r.last_node.last_access_time, r.last_node.creation_time) == (
+        106,
+        107,
+        108,
+    )
+    cache.insert(RadixKey([]))  # an empty insert still reads once (SGLang _insert_helper)
+    assert (len(ticks), cache.root.last_access_time) == (10, 109)

@@ -66,8 +66,15 @@ def prefixes(ns: str | None, toks: tuple[int, ...], page: int) -> set[Prefix]:
 
 
 def run_stream(build_cache, evictor: str, matcher: str, policy: str, page: int, ops) -> list:
+    # T-LRU: TEL-safe = starting within 2 pages of the branch's high-water depth.
+    tlru = (("threshold", 3 * page), ("next_prompt_estimate", page)) if policy == "tlru" else ()
     cache, alloc = build_cache(
-        page_size=page, evictor=evictor, matcher=matcher, policy=policy, kv_size=KV_SIZE
+        page_size=page,
+        evictor=evictor,
+        matcher=matcher,
+        policy=policy,
+        kv_size=KV_SIZE,
+        policy_config=tlru,
     )
     model: dict[Prefix, tuple[int, ...]] = {}
     locks: list[tuple[object, str | None, tuple[int, ...]]] = []

@@ -49,10 +49,23 @@ def test_pack_key_rejects_fields_out_of_range(bad) -> None:
     hits=st.integers(0, 1000),
     prio=st.integers(-(2**31), 2**31),
     node_id=st.integers(0, 2**40),
+    n_tokens=st.integers(1, 64),
+    start=st.integers(0, 2**20),
+    history_extra=st.integers(0, 2**20),
 )
-def test_every_policy_packs_its_own_key(t, c, hits, prio, node_id) -> None:
-    node = TreeNode(node_id, RadixKey([1]), None, None, c, prio)  # type: ignore[arg-type]
-    node.last_access_time, node.hit_count = t, hits
+def test_every_policy_packs_its_own_key(
+    t, c, hits, prio, node_id, n_tokens, start, history_extra
+) -> None:
+    node = TreeNode(node_id, RadixKey([1] * n_tokens), None, None, t, c, prio)
+    node.hit_count = hits
+    node.tlru_cached_prefix_len = start + n_tokens
+    node.tlru_history_len = start + n_tokens + history_extra
+    assert (node.last_access_time, node.creation_time, node.priority) == (t, c, prio)
+    configs = {
+        "tlru": [{}, {"threshold": 16, "next_prompt_estimate": 4}],
+        "slru": [{}, {"protected_threshold": 5}],
+    }
     for name, cls in POLICIES.items():
-        policy = cls()
-        assert policy.packed(node) == pack_key(policy.key(node)), name
+        for config in configs.get(name, [{}]):
+            policy = cls(**config)
+            assert policy.packed(node) == pack_key(policy.key(node)), name

@@ -1,96 +1,250 @@
-"""cache_unfinished_req (chunked prefill) and pretty_print (SGLang semantics @ a7ec6b97)."""
+"""checkpoint: publishing a running request's KV after each extend (sglang 0.5.23
+``RadixCache.checkpoint`` / ``_insert_cache``), lock / unlock / path_device_indices, and
+pretty_print.
+
+Every test taking ``make_impl`` runs on every evictor x matcher pair of radixbench's cache and on
+sglang 0.5.23's own ``RadixCache`` (``SGLangCache``): the expectations are SGLang's behaviour.
+"""
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 
 import pytest
 import torch
 
-from radixbench.cache import RadixKey, TreeNode, check_integrity, make_allocator
-from radixbench.cache.allocator import ReqToTokenPool
-from radixbench.cache.radix_cache import CacheConfig, RadixCache
+from radixbench.cache import RadixKey, make_allocator
+
+INT64_MAX = (1 << 63) - 1
 
 
-@dataclass
-class ChunkReq:
-    req_pool_idx: int
-    prefix_indices: torch.Tensor
-    last_node: TreeNode
-    extra_key: str | None
-    tokens: list[int]
-
-    def committed_token_ids(self) -> RadixKey:
-        return RadixKey(self.tokens, self.extra_key)
+def row_of(cache, req, n: int) -> list[int]:
+    return cache.req_to_token_pool.req_to_token[req.req_pool_idx, :n].tolist()
 
 
-def new_cache(page: int, evictor: str = "heapify", matcher: str = "linear"):
-    alloc = make_allocator(256, page)
-    pool = ReqToTokenPool(4, 64)
-    cfg = CacheConfig(page_size=page, evictor=evictor, matcher=matcher)
-    return RadixCache(pool, alloc, cfg), alloc, pool
+def test_lock_unlock_and_path_device_indices(make_impl, put, check) -> None:
+    cache, alloc = make_impl()
+    _, v = put(cache, alloc, [1, 2, 3, 4])
+    put(cache, alloc, [1, 2, 7])
+    node = cache.match_prefix(RadixKey([1, 2, 3, 4])).last_node
+    handle = cache.lock(node)
+    assert (cache.evictable_size(), cache.protected_size()) == (1, 4)
+    assert node.lock_ref == 1 and node.parent.lock_ref == 1
+    path = cache.path_device_indices(node)
+    assert path.tolist() == v.tolist()
+    assert cache.path_device_indices(cache.root).numel() == 0
+    handle2 = cache.lock(node)
+    assert node.lock_ref == 2
+    cache.unlock(handle)
+    cache.unlock(None)  # no-op
+    assert node.lock_ref == 1 and cache.protected_size() == 4
+    cache.unlock(handle2)
+    assert (cache.evictable_size(), cache.protected_size()) == (5, 0)
+    check(cache)
 
 
-def prefill_chunk(cache, alloc, pool, req: ChunkReq, upto: int) -> None:
-    """Write fresh KV for tokens [len(prefix_indices), upto) of the request (one chunk)."""
-    start = req.prefix_indices.numel()
-    fresh = alloc.alloc(upto - start)
-    assert fresh is not None
-    pool.write(req.req_pool_idx, start, fresh)
-
-
-def test_unfinished_req_moves_lock_and_rewrites_row(make_cache) -> None:
-    cache, alloc = make_cache(kv_size=64)
-    pool = cache.req_to_token_pool
+def test_checkpoint_moves_lock_and_rewrites_row(make_impl, admit, extend, check) -> None:
+    """Chunked prefill of a 12-token prompt in two chunks of 6; between them another request
+    caches all 12 tokens with its own slots."""
+    cache, alloc = make_impl(kv_size=64)
     toks = list(range(1, 13))
-    row = pool.alloc()
-    req = ChunkReq(row, torch.empty(0, dtype=torch.int64), cache.root, None, toks)
-    cache.inc_lock_ref(cache.root)  # root stays locked once more; harmless, as SGLang
-    fresh = alloc.alloc(6)
-    pool.write(row, 0, fresh)
-    n = cache.cache_unfinished_req(req, RadixKey(toks[:6]))
-    check_integrity(cache)
-    assert n == 6
-    assert req.last_node is not cache.root and req.last_node.lock_ref == 1
-    assert req.prefix_indices.tolist() == fresh.tolist()
-    assert cache.protected_size() == 6 and cache.evictable_size() == 0
-    # Another request caches tokens 7..12 meanwhile with its own slots.
+    req, fresh = admit(cache, alloc, toks, prefill=6)
+    assert req.last_node is cache.root and req.cache_protected_len == 0
+    cache.checkpoint(req, 6)
+    check(cache)
+    leaf = req.last_node
+    assert leaf is not cache.root and leaf.lock_ref == 1
+    assert list(leaf.key.token_ids) == toks[:6]
+    assert (req.cache_protected_len, req.cache_inserted_len) == (6, 6)
+    assert (cache.evictable_size(), cache.protected_size()) == (0, 6)
+    assert leaf.value.tolist() == fresh.tolist() == row_of(cache, req, 6)
+    assert alloc.available_size() == 64 - 6
+    # Another request caches tokens 1..12 with its own slots; 1..6 are duplicates.
     other = alloc.alloc(12)
     p = cache.insert(RadixKey(toks), other)
+    assert p == 6
     alloc.free(other[:p])
-    # Second chunk: the request's own slots for 7..12 are duplicates and get freed; the row is
-    # rewritten with the tree's slots; the lock moves down.
-    fresh2 = alloc.alloc(6)
-    pool.write(row, 6, fresh2)
+    # Second chunk: the request's slots for 7..12 duplicate the tree's and are freed; the row is
+    # rewritten from cache_protected_len (6) with the tree's slots; the lock moves down.
+    fresh2 = extend(cache, alloc, req, 12)
     free_before = alloc.available_size()
-    n = cache.cache_unfinished_req(req, RadixKey(toks))
-    check_integrity(cache)
-    assert n == 12
+    cache.checkpoint(req, 12)
+    check(cache)
     assert alloc.available_size() == free_before + 6
     assert bool(alloc.is_free[fresh2].all())
-    assert pool.req_to_token[row, :12].tolist() == fresh.tolist() + other[6:].tolist()
-    assert req.prefix_indices.tolist() == fresh.tolist() + other[6:].tolist()
-    assert cache.protected_size() == 12
-    cache.dec_lock_ref(req.last_node)
-    cache.dec_lock_ref(cache.root)
-    check_integrity(cache)
-    assert cache.evictable_size() == 12
+    assert row_of(cache, req, 12) == fresh.tolist() + other[6:].tolist()
+    assert (req.cache_protected_len, req.cache_inserted_len) == (12, 12)
+    assert req.last_node is not leaf and req.last_node.parent is leaf
+    assert (leaf.lock_ref, req.last_node.lock_ref) == (1, 1)
+    assert (cache.evictable_size(), cache.protected_size()) == (0, 12)
+    cache.release(req, 12, checkpoint=False)
+    check(cache)
+    assert (cache.evictable_size(), cache.protected_size()) == (12, 0)
+    assert alloc.available_size() == 64 - 12
 
 
-def test_unfinished_req_paged_keeps_unaligned_tail() -> None:
-    cache, alloc, pool = new_cache(page=4)
-    toks = list(range(1, 11))  # 10 tokens: 2 whole pages + 2
-    row = pool.alloc()
-    assert row is not None
-    req = ChunkReq(row, torch.empty(0, dtype=torch.int64), cache.root, None, toks)
-    kv = alloc.alloc(12)
-    pool.write(row, 0, kv[:10])
-    n = cache.cache_unfinished_req(req, RadixKey(toks))
-    check_integrity(cache)
-    assert n == 8
-    assert req.prefix_indices.tolist() == kv[:10].tolist()  # tree part + own tail
+def test_checkpoint_keeps_no_view_of_the_row(make_impl, admit, check) -> None:
+    """The tree holds a copy of the row's slots: rewriting the row later changes nothing cached."""
+    cache, alloc = make_impl(kv_size=64)
+    req, fresh = admit(cache, alloc, [5, 6, 7, 8])
+    cache.checkpoint(req, 4)
+    pool = cache.req_to_token_pool
+    pool.req_to_token[req.req_pool_idx, :4] = 0
+    assert cache.match_prefix(RadixKey([5, 6, 7, 8])).device_indices.tolist() == fresh.tolist()
+    pool.req_to_token[req.req_pool_idx, :4] = fresh.to(torch.int32)
+    cache.release(req, 4, checkpoint=False)
+    check(cache)
+
+
+@pytest.mark.parametrize("page", [1, 4, 16])
+def test_checkpoint_splits_the_prompt_off_with_priority_plus_one(
+    make_impl, admit, extend, check, page: int
+) -> None:
+    """Prompt of 2 pages, 1 page of output, checkpointed at once: the first insert makes one
+    leaf (priority 3, one hit); the prompt re-insert (``inserted_len`` = prompt, priority + 1)
+    splits it at the prompt boundary: the new upper node (the prompt) gets priority 4, keeps the
+    hit count (it ends within ``inserted_len``: no hit), the lower half (the output) keeps
+    priority 3. The lock is on the lower half, the request's last node."""
+    cache, alloc = make_impl(page_size=page, kv_size=128, paged_alloc=True)
+    n_prompt, n = 2 * page, 3 * page
+    toks = list(range(1, n + 1))
+    req, _ = admit(cache, alloc, toks, n_prompt=n_prompt, priority=3)
+    extend(cache, alloc, req, n)  # output tokens' KV (decode steps), not checkpointed yet
+    cache.checkpoint(req, n)
+    check(cache)
+    (upper,) = cache.root.children.values()
+    (lower,) = upper.children.values()
+    assert list(upper.key.token_ids) == toks[:n_prompt]
+    assert list(lower.key.token_ids) == toks[n_prompt:]
+    assert (upper.priority, upper.hit_count) == (4, 1)
+    assert (lower.priority, lower.hit_count) == (3, 1)
+    assert req.last_node is lower and (upper.lock_ref, lower.lock_ref) == (1, 1)
+    assert (req.cache_protected_len, req.cache_inserted_len) == (n, n)
+    # The upper node is the split's new node (newer clock readings than the lower half's); the
+    # checkpoint's re-match then touched both.
+    assert upper.creation_time > lower.creation_time
+    assert upper.last_access_time == lower.last_access_time == cache.root.last_access_time
+    cache.release(req, n, checkpoint=False)
+    check(cache)
+    assert cache.total_size() == n and alloc.available_size() == 128 - n
+
+
+@pytest.mark.parametrize("page", [4, 16])
+def test_checkpoint_after_prefill_then_decode(make_impl, admit, extend, check, page) -> None:
+    """Checkpoint after the prefill (prompt: 2 pages + 1 token), then after decode steps: only
+    whole pages enter the tree; ``cache_protected_len`` and ``cache_inserted_len`` follow the
+    page-aligned key; the prompt boundary is not page-aligned, so the prompt re-insert is cut to
+    its whole pages (2), inside what is cached: it only raises their priority, and counts no
+    hit (they end within ``inserted_len``)."""
+    cache, alloc = make_impl(page_size=page, kv_size=256, paged_alloc=True)
+    n_prompt = 2 * page + 1
+    toks = list(range(1, 4 * page + 1))
+    req, fresh = admit(cache, alloc, toks, n_prompt=n_prompt, priority=1)
+    cache.checkpoint(req, n_prompt)
+    check(cache)
+    aligned = 2 * page
+    (node,) = cache.root.children.values()
+    assert list(node.key.token_ids) == toks[:aligned]
+    assert (node.priority, node.hit_count, node.lock_ref) == (1, 1, 1)
+    assert (req.cache_protected_len, req.cache_inserted_len) == (aligned, aligned)
+    assert req.last_node is node
+    assert cache.total_size() == aligned
+    assert row_of(cache, req, n_prompt) == fresh.tolist()  # the tail slot stays the request's
+    # Decode until 4 pages have KV, then checkpoint: pages 3 and 4 join as one new leaf (one
+    # hit); the prompt re-insert (2 pages, inserted_len 2 pages) walks node: priority 2.
+    extend(cache, alloc, req, 4 * page)
+    cache.checkpoint(req, 4 * page)
+    check(cache)
+    (leaf,) = node.children.values()
+    assert list(leaf.key.token_ids) == toks[aligned:]
+    assert (node.priority, node.hit_count) == (2, 1)
+    assert (leaf.priority, leaf.hit_count) == (1, 1)
+    assert (req.cache_protected_len, req.cache_inserted_len) == (4 * page, 4 * page)
+    assert req.last_node is leaf and (node.lock_ref, leaf.lock_ref) == (1, 1)
+    assert (cache.evictable_size(), cache.protected_size()) == (0, 4 * page)
+    # A second checkpoint at the same length changes no counts: everything is within
+    # inserted_len; the priority is already 2.
+    cache.checkpoint(req, 4 * page)
+    assert (node.hit_count, leaf.hit_count, node.priority) == (1, 1, 2)
+    cache.release(req, 4 * page, checkpoint=True)
+    check(cache)
+    assert (cache.evictable_size(), cache.protected_size()) == (4 * page, 0)
+    assert alloc.available_size() == 256 - 4 * page
+
+
+def test_checkpoint_priority_clamped_to_int64(make_impl, admit, extend, check) -> None:
+    cache, alloc = make_impl(kv_size=64)
+    req, _ = admit(cache, alloc, [1, 2, 3, 4], n_prompt=2, priority=INT64_MAX)
+    extend(cache, alloc, req, 4)
+    cache.checkpoint(req, 4)
+    (upper,) = cache.root.children.values()
+    assert upper.priority == INT64_MAX
+    cache.release(req, 4, checkpoint=False)
+    check(cache)
+
+
+def test_checkpoint_of_a_request_with_a_cached_prefix(make_impl, admit, extend, check) -> None:
+    """A second request shares the first's prompt: its prefix is the tree's (protected from the
+    start); its checkpoint inserts the rest with ``inserted_len`` 0: every node on the walk ends
+    beyond it and counts a hit."""
+    cache, alloc = make_impl(kv_size=64)
+    a, kv_a = admit(cache, alloc, [1, 2, 3, 4])
+    cache.release(a, 4, checkpoint=True)
+    (node,) = cache.root.children.values()
+    assert node.hit_count == 1
+    b, kv_b = admit(cache, alloc, [1, 2, 3, 4, 5, 6], n_prompt=6)
+    assert b.cache_protected_len == 4 and b.last_node is node and node.lock_ref == 1
+    assert row_of(cache, b, 6) == kv_a.tolist() + kv_b.tolist()
+    cache.checkpoint(b, 6)
+    check(cache)
+    (leaf,) = node.children.values()
+    assert (node.hit_count, leaf.hit_count) == (2, 1)
+    assert b.last_node is leaf and (node.lock_ref, leaf.lock_ref) == (1, 1)
+    assert (b.cache_protected_len, b.cache_inserted_len) == (6, 6)
+    assert row_of(cache, b, 6) == kv_a.tolist() + kv_b.tolist()
+    cache.release(b, 6, checkpoint=False)
+    check(cache)
+    assert alloc.available_size() == 64 - 6
+
+
+def test_checkpoint_in_namespace(make_impl, admit, check) -> None:
+    cache, alloc = make_impl(kv_size=64)
+    req, kv = admit(cache, alloc, [1, 2, 3], extra_key="lora")
+    cache.checkpoint(req, 3)
+    assert cache.match_prefix(RadixKey([1, 2, 3])).prefix_len == 0
+    r = cache.match_prefix(RadixKey([1, 2, 3], "lora"))
+    assert r.prefix_len == 3 and r.last_node is req.last_node
+    assert r.device_indices.tolist() == kv.tolist()
+    cache.release(req, 3, checkpoint=False)
+    check(cache)
+
+
+def test_checkpoint_paged_keeps_unaligned_tail(make_impl, admit, check) -> None:
+    """Page 4, a 10-token prompt: the tree takes 2 pages; the row keeps all 10 slots (the last
+    2 are the request's until released)."""
+    cache, alloc = make_impl(page_size=4, kv_size=64, paged_alloc=True)
+    toks = list(range(1, 11))
+    req, kv = admit(cache, alloc, toks)
+    assert kv.tolist() == list(range(4, 14))  # pages 1-3, the last one half used
+    cache.checkpoint(req, 10)
+    check(cache)
+    assert (req.cache_protected_len, req.cache_inserted_len) == (8, 8)
+    assert row_of(cache, req, 10) == kv.tolist()
     assert cache.total_size() == 8 and cache.protected_size() == 8
+    assert alloc.available_size() == 64 - 12
+    cache.release(req, 10, checkpoint=False)  # the tail page goes back
+    check(cache)
+    assert alloc.available_size() == 64 - 8 and cache.evictable_size() == 8
+
+
+def test_request_paths_need_a_pool() -> None:
+    from radixbench.cache import RadixCache, TokenToKVPoolAllocator
+
+    cache = RadixCache(None, TokenToKVPoolAllocator(4))
+    with pytest.raises(RuntimeError):
+        cache.checkpoint(object(), 1)
+    with pytest.raises(RuntimeError):
+        cache.release(object(), 1, checkpoint=False)
 
 
 def test_pretty_print_lists_every_node(make_cache, put) -> None:
