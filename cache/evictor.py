@@ -122,9 +122,7 @@ class HeapifyWalkEvictor(Evictor):
     name = "heapify-walk"
 
     def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
-        return _heapify_evict(
-            self.policy.key, host.collect_evictable_leaves(), host, num_tokens
-        )
+        return _heapify_evict(self.policy.key, host.collect_evictable_leaves(), host, num_tokens)
 
 
 _LOW = FIELD_BITS

@@ -6,9 +6,9 @@ in how they compare, which is what the workbench measures. Registered by name.
 
 ``linear`` and ``galloping`` are SGLang-faithful: like SGLang's walk (``key = key[prefix_len:]``
 after every fully matched node) they compare against a copy of the query suffix ``b[offset:]``
-at every node below the root, and against the query itself at the root (no copy there). ``memview``, ``numpy`` and ``memcmp``
-copy nothing: the walk passes the whole query and an offset, and they compare the buffers in
-place (zero-copy memoryviews, numpy views, libc memcmp).
+at every node below the root, and against the query itself at the root (no copy there).
+``memview``, ``numpy`` and ``memcmp`` copy nothing: the walk passes the whole query and an
+offset, and they compare the buffers in place (zero-copy memoryviews, numpy views, libc memcmp).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Radix tree nodes.
 
-Mirrors SGLang ``TreeNode`` (``sglang/srt/mem_cache/radix_cache.py`` in sglang 0.5.23), plus the two
-T-LRU lengths that 0.5.23 keeps only on ``UnifiedTreeNode`` (``unified_tree_core.py``). A ``slots=True`` hot object: nodes are
-compared by identity (``is``), never by value; ``id`` is unique within one cache and is the
+Mirrors SGLang ``TreeNode`` (``sglang/srt/mem_cache/radix_cache.py`` in sglang 0.5.23), plus the
+two T-LRU lengths that 0.5.23 keeps only on ``UnifiedTreeNode``
+(``sglang/srt/mem_cache/unified_cache/unified_tree_core.py``). A ``slots=True`` hot object: nodes
+are compared by identity (``is``), never by value; ``id`` is unique within one cache and is the
 deterministic tie-breaker of every eviction order.
 """
 

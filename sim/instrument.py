@@ -152,8 +152,9 @@ def _instrument_sglang_inner(
     Tree statistics are read from the adapter, live: inside its ``checkpoint`` (the only
     adapter call that makes SGLang call these while creating nodes) the adapter's
     ``num_nodes`` is only brought up to date on return, so the ids SGLang handed out since
-    (``TreeNode.counter`` past the adapter's ``_next_id``) are added. The adapter's ``release`` calls its own ``checkpoint`` where radixbench's calls an
-    untimed helper: that inner call is left unrecorded too (one ``release`` row).
+    (``TreeNode.counter`` past the adapter's ``_next_id``) are added. The adapter's ``release``
+    calls its own ``checkpoint`` where radixbench's calls an untimed helper: that inner call is
+    left unrecorded too (one ``release`` row).
     """
     sgl = cache.sgl
     timed_checkpoint = cache.checkpoint

@@ -21,7 +21,8 @@ class Req:
     ``len(fill_ids)`` slots). ``last_node``: the tree node ending the request's published
     prefix, locked by ``lock`` (the cache's handle). ``cache_protected_len`` (page aligned) /
     ``cache_inserted_len``: 0.5.23's ``req.kv`` fields — the row's first tokens that the tree
-    owns, and the tokens this request has inserted into the tree (both reset on retraction). ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
+    owns, and the tokens this request has inserted into the tree (both reset on retraction).
+    ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
     every output token. ``retractions``: times decode retracted it.
     """
 

@@ -212,6 +212,12 @@ class Scheduler:
         self.admission_dirty = True
         self.on_finish(req)
 
+    def _publish_chunk(self, req: Req, n: int) -> None:
+        """Checkpoint the chunked request's first ``n`` tokens; its next chunk extends from the
+        row's first ``n`` slots (the tree's, then its own unaligned tail)."""
+        self.cache.checkpoint(req, n)
+        req.prefix_indices = self.pool.req_to_token[req.req_pool_idx, :n].to(torch.int64)
+
     def _prefill(self, batch: list[Req]) -> Generator[simpy.Event, Any, None]:
         prefix = [r.prefix_indices.numel() for r in batch]
         extend = [len(r.fill_ids) - p for r, p in zip(batch, prefix)]
@@ -224,9 +230,9 @@ class Scheduler:
         cache = self.cache
         for r in batch:
             n = r.seq_len = len(r.fill_ids)
-            if r is self.chunked_req:  # more chunks to come: publish what is computed so far
-                cache.checkpoint(r, n)
-                r.prefix_indices = self.pool.req_to_token[r.req_pool_idx, :n].to(torch.int64)
+            more_chunks = r is self.chunked_req
+            if more_chunks:  # publish what is computed so far
+                self._publish_chunk(r, n)
                 continue
             if not r.output_plan:
                 r.output_plan = output_tokens(r.rid, r.output_len)
