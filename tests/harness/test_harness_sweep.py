@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import subprocess
@@ -134,7 +133,10 @@ def test_cell_whose_worker_died_is_retried(grid_file, tmp_path, cluster) -> None
         tmp_path / "sweep",
         scheduler=cluster.scheduler_address,
         progress=False,
-        cell_fn=functools.partial(_crash_once, str(markers)),
+        # a closure, not functools.partial: plain pickle would send the partial by reference to
+        # this test module, which the workers cannot import; a closure goes through cloudpickle,
+        # by value (register_pickle_by_value above)
+        cell_fn=lambda cell, cells_dir: _crash_once(str(markers), cell, cells_dir),
     )
     assert outcome.failed == []
     assert len(outcome.results) == 2
