@@ -75,11 +75,12 @@ def test_a_chunk_continues_the_page_of_its_unaligned_tail() -> None:
     assert alloc.available_size() == 64 - 4 * 4
 
 
-@pytest.mark.parametrize(("page", "asked", "held"), [(1, [], 18), (4, [18 + 3 * 4], 24)])
+@pytest.mark.parametrize(("page", "asked", "held"), [(1, [], 18), (4, [18 + 3 * 4 - 24], 24)])
 def test_extend_evicts_the_worst_case_when_short(page: int, asked: list, held: int) -> None:
     """40 evictable tree tokens, 24 free; three fresh 6-token requests need 18 slots (page 1:
     they fit, nothing is evicted) or 6 pages (24 tokens): SGLang asks the tree for the extend
-    plus one page per request, 30 > 24, so the paged allocator evicts first."""
+    plus one page per request, 30 > 24, so the paged allocator first evicts the shortfall, 6
+    tokens (sglang 0.5.23 ``evict_to_free_tokens``)."""
     cache, alloc, pool, slots, rec = setup(page=page)
     cache.insert(RadixKey(list(range(1000, 1040))), alloc.alloc(40))
     reqs = [req(i, [10 * i + k for k in range(6)], i + 1) for i in range(3)]
