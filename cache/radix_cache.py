@@ -28,10 +28,6 @@ from radixbench.cache.policy import make_policy
 
 __all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
 
-#: Largest request priority (SGLang clamps the prompt's ``priority + 1`` to int64's max).
-_INT64_MAX = (1 << 63) - 1
-
-
 def counter_clock(start: int = 1) -> Callable[[], int]:
     """A deterministic clock: returns ``start, start + 1, ...`` on successive calls."""
     return itertools.count(start).__next__
