@@ -28,6 +28,7 @@ from radixbench.cache.policy import make_policy
 
 __all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
 
+
 def counter_clock(start: int = 1) -> Callable[[], int]:
     """A deterministic clock: returns ``start, start + 1, ...`` on successive calls."""
     return itertools.count(start).__next__
