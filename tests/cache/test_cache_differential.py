@@ -1,6 +1,7 @@
-"""Differential property tests: every evictor x matcher runs the same random operation stream. For
-every eviction policy (T-LRU with ``TLRU_CONFIG``, so that nodes near a branch's high-water depth
-are TEL-safe) x page size in {1, 4, 16} x key mode (plain; namespaced with ``extra_key`` /
+"""Differential property tests: every evictor x matcher runs the same random operation stream.
+
+For every eviction policy (T-LRU with ``TLRU_CONFIG``, so that nodes near a branch's high-water
+depth are TEL-safe) x page size in {1, 4, 16} x key mode (plain; namespaced with ``extra_key`` /
 ``cache_salt``; EAGLE bigram), hypothesis draws streams of insert (with a priority and an
 ``inserted_len``) / hold (insert, then lock the path, as a running request) / match / match + lock /
 unlock / evict. Each stream runs in lockstep on the reference pair (``heapify``, sglang 0.5.23's
