@@ -8,6 +8,8 @@ to simulate (selected, timed, first arrival at 0 s), drawing every random choice
 
 from __future__ import annotations
 
+import csv
+import json
 import pathlib
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +23,14 @@ from radixbench.workloads.tabular import AZURE_TRACES, bundled_azure_path, load_
 from radixbench.workloads.tokens import HashBlocks
 from radixbench.workloads.trace import MOONCAKE_BLOCK_SIZE, TraceError, TraceRequest, load_mooncake
 
-__all__ = ["SOURCES", "AzureTrace", "GenericTrace", "MooncakeTrace", "load_workload"]
+__all__ = [
+    "SOURCES",
+    "AzureTrace",
+    "GenericTrace",
+    "MooncakeTrace",
+    "detect_trace_kind",
+    "load_workload",
+]
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,32 @@ SOURCES: dict[str, type] = {
 TRACE_KINDS = ("mooncake", "azure", "trace")
 
 
+def detect_trace_kind(path: pathlib.Path) -> str:
+    """The ``workload.kind`` of the trace file at ``path``: "azure" (a CSV whose header has
+    ``TIMESTAMP`` and ``ContextTokens``), "trace" (the generic format: any other ``.csv``, or
+    JSON lines whose first record has ``arrival_s``) or "mooncake" (anything else, so a file
+    that is neither is reported by the Mooncake loader with file:line).
+
+    Reads the first non-blank line only. Raises :class:`TraceError` naming the file when it
+    cannot be opened.
+    """
+    try:
+        with open(path, "rb") as fh:
+            first = next((raw for raw in fh if raw.strip()), b"")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise TraceError(str(path), None, f"cannot open trace file: {reason}") from None
+    text = first.decode("utf-8", errors="replace")
+    if path.suffix.lower() == ".csv":
+        header = next(csv.reader([text]), [])
+        return "azure" if {"TIMESTAMP", "ContextTokens"} <= set(header) else "trace"
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return "mooncake"
+    return "trace" if isinstance(record, dict) and "arrival_s" in record else "mooncake"
+
+
 def _path(text: str, base_dir: pathlib.Path | None) -> pathlib.Path:
     p = pathlib.Path(text).expanduser()
     return p if p.is_absolute() or base_dir is None else base_dir / p
@@ -108,6 +143,7 @@ def load_workload(
         "skipped": skipped,
     }
     reqs: list[TraceRequest]
+    path: pathlib.Path | None = None
     if kind == "mooncake":
         path = _path(params.path, base_dir) if params.path else None
         reqs = load_mooncake(path, block_size=params.block_size, **sel)
@@ -126,8 +162,9 @@ def load_workload(
         path = _path(params.path, base_dir) if params.path else bundled_azure_path(params.trace)
         reqs = load_azure(path, params, rng, **sel)
     elif kind == "trace":
+        path = _path(params.path, base_dir)
         reqs = load_generic(
-            _path(params.path, base_dir),
+            path,
             params,
             rng,
             block_size=params.block_size,
@@ -146,5 +183,9 @@ def load_workload(
         reqs = apply_arrivals(reqs, arrivals, rng)
         arrivals = replace(arrivals, process="trace", rate=None, time_scale=1.0, rate_scale=1.0)
     if not reqs:
+        if kind in TRACE_KINDS:
+            where = str(path) if path is not None else "the bundled trace"
+            raise TraceError(where, None, "no request selected (an empty trace, or a selection "
+                             "--start/--window outside it)")  # fmt: skip
         raise ValueError("the selection contains no request")
     return apply_arrivals(reqs, arrivals, rng)

@@ -79,34 +79,55 @@ def _azure_time(text: str) -> float:
         raise ValueError(f"bad TIMESTAMP {text!r}") from None
 
 
-def _open(file_path: pathlib.Path) -> io.TextIOWrapper:
+def _open(file_path: pathlib.Path) -> io.BufferedReader:
     try:
-        return open(file_path, encoding="utf-8", newline="")
+        return open(file_path, "rb")
     except OSError as exc:
         raise TraceError(str(file_path), None, f"cannot open trace file: {exc.strerror}") from None
 
 
-def _csv_rows(fh: io.TextIOWrapper, file: str, need: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
-    reader = csv.reader(fh)
+def _decoded(fh: io.BufferedReader, bad: dict[int, str]) -> Iterator[str]:
+    """The lines of ``fh`` as text (line endings kept). A line that is not UTF-8 is yielded
+    with replacement characters and its 1-based number recorded in ``bad`` with the reason,
+    so the loaders report (or skip) it like any malformed line."""
+    for line, raw in enumerate(fh, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad[line] = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+            yield raw.decode("utf-8", errors="replace")
+
+
+def _csv_rows(
+    fh: io.BufferedReader, file: str, need: tuple[str, ...]
+) -> Iterator[tuple[int, dict]]:
+    bad: dict[int, str] = {}
+    reader = csv.reader(_decoded(fh, bad))
     try:
         header = next(reader)
     except StopIteration:
         raise TraceError(file, 1, "empty file: expected a header line") from None
     except csv.Error as exc:
         raise TraceError(file, 1, f"bad CSV: {exc}") from None
+    if bad:
+        raise TraceError(file, 1, f"header line: {next(iter(bad.values()))}")
     missing = [k for k in need if k not in header]
     if missing:
         raise TraceError(file, 1, f"header lacks column(s) {', '.join(missing)}")
     while True:
+        first = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
             raise TraceError(file, reader.line_num, f"bad CSV: {exc}") from None
-        if not row or not any(c.strip() for c in row):
+        undecodable = [bad[n] for n in range(first, reader.line_num + 1) if n in bad]
+        if undecodable:
+            yield reader.line_num, {"__error__": undecodable[0]}
+        elif not row or not any(c.strip() for c in row):
             continue
-        if len(row) != len(header):
+        elif len(row) != len(header):
             yield reader.line_num, {"__error__": f"{len(row)} fields, header has {len(header)}"}
         else:
             yield reader.line_num, dict(zip(header, row))
@@ -269,7 +290,11 @@ def load_generic(
                 for line, d in _csv_rows(fh, file, ("arrival_s", "input_length", "output_length")):
                     yield checked(line, d, True)
                 return
-            for line, text in enumerate(fh, start=1):
+            bad: dict[int, str] = {}
+            for line, text in enumerate(_decoded(fh, bad), start=1):
+                if line in bad:
+                    yield line, bad[line]
+                    continue
                 if not text.strip():
                     continue
                 try:

@@ -114,8 +114,11 @@ def _is_int(value: Any) -> bool:
 def _parse_record(raw: bytes, file: str, line: int, block_size: int) -> tuple[float, Any]:
     """Validate one JSONL line; return (timestamp_ms, record dict)."""
     try:
-        rec = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        rec = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}"
+        raise TraceError(file, line, reason) from None
+    except ValueError as exc:
         raise TraceError(file, line, f"invalid JSON: {exc}") from None
     if not isinstance(rec, dict):
         raise TraceError(file, line, f"expected a JSON object, got {type(rec).__name__}")

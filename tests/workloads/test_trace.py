@@ -152,7 +152,7 @@ def test_block_size_parameter_used_for_checks(tmp_path: Path) -> None:
 BAD_LINES: list[tuple[str, str, str]] = [
     ("bad_json", '{"timestamp": 3, "input_length": ', "invalid JSON"),
     ("not_object", "[1, 2, 3]", "JSON object"),
-    ("bad_utf8", '{"timestamp": "\xff"}', "invalid JSON"),
+    ("bad_utf8", '{"timestamp": "\xff"}', "not UTF-8 text"),
     *[
         (f"missing_{k}", json.dumps({kk: v for kk, v in rec(ts=5).items() if kk != k}), k)
         for k in ("timestamp", "input_length", "output_length", "hash_ids")

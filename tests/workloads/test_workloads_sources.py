@@ -11,8 +11,15 @@ import pytest
 from radixbench.workloads import load_mooncake
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.generators import PrefixRepetition
-from radixbench.workloads.sources import AzureTrace, GenericTrace, MooncakeTrace, load_workload
+from radixbench.workloads.sources import (
+    AzureTrace,
+    GenericTrace,
+    MooncakeTrace,
+    detect_trace_kind,
+    load_workload,
+)
 from radixbench.workloads.tokens import block_tokens
+from radixbench.workloads.trace import TraceError
 
 
 def load(kind, params, arrivals, seed=0, **kw):
@@ -79,3 +86,28 @@ def test_generic_csv_bad_values(tmp_path: Path) -> None:
         load("trace", GenericTrace(path=str(csv)), Arrivals())
     with pytest.raises(ValueError, match="unknown workload kind"):
         load("nope", None, Arrivals())
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "kind"),
+    [
+        ("m.jsonl", '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [0]}\n',
+         "mooncake"),
+        ("g.jsonl", '\n{"arrival_s": 0, "input_length": 1, "output_length": 1}\n', "trace"),
+        ("g.csv", "arrival_s,input_length,output_length\n0,1,1\n", "trace"),
+        ("a.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n", "azure"),
+        ("junk.jsonl", "{not json\n", "mooncake"),  # the Mooncake loader reports file:line
+        ("empty.jsonl", "", "mooncake"),
+    ],
+)  # fmt: skip
+def test_detect_trace_kind(tmp_path: Path, name: str, text: str, kind: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert detect_trace_kind(path) == kind
+
+
+def test_empty_trace_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    with pytest.raises(TraceError, match=r"empty\.jsonl: no request selected"):
+        load("mooncake", MooncakeTrace(path=str(path)), Arrivals())

@@ -148,3 +148,43 @@ def test_mooncake_skip_counts_bad_lines(tmp_path: Path) -> None:
     assert [r.rid for r in got] == [0, 2] and [e.line for e in skipped] == [2]
     with pytest.raises(ValueError, match="on_bad_line"):
         load_mooncake(path, on_bad_line="ignore")
+
+
+_MOONCAKE_OK = b'{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n'
+
+
+@pytest.mark.parametrize(
+    ("suffix", "good", "bad"),
+    [
+        (".jsonl", b'{"arrival_s": 0, "input_length": 40, "output_length": 4}\n',
+         b'{"arrival_s": 1, "input_length": 40, "output_length": 4, "x": "\xff"}\n'),
+        (".csv", b"arrival_s,input_length,output_length\n0,40,4\n", b"1,4\xff0,4\n"),
+        (".mooncake.jsonl", _MOONCAKE_OK,
+         b'{"timestamp": 5, "input_length": 10, "output_length": 2, "hash_ids": [1], "\xfe": 0}\n'),
+    ],
+)  # fmt: skip
+def test_non_utf8_line_names_file_and_line_and_can_be_skipped(
+    tmp_path: Path, suffix: str, good: bytes, bad: bytes
+) -> None:
+    path = tmp_path / f"t{suffix}"
+    last = good.splitlines(keepends=True)[-1].replace(b"0,", b"2,").replace(b": 0,", b": 9,")
+    path.write_bytes(good + bad + last)
+    bad_line = len(good.splitlines()) + 1
+
+    def load(**kw):
+        if suffix == ".mooncake.jsonl":
+            return load_mooncake(path, block_size=16, **kw)
+        return load_generic(path, RULE, rng(), **kw)
+
+    with pytest.raises(TraceError, match=rf"t{suffix}:{bad_line}: not UTF-8 text: byte 0x"):
+        load()
+    skipped: list[TraceError] = []
+    reqs = load(on_bad_line="skip", skipped=skipped)
+    assert len(reqs) == 2 and [e.line for e in skipped] == [bad_line]
+
+
+def test_non_utf8_csv_header_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "h.csv"
+    path.write_bytes(b"arrival_s,input_\xfflength,output_length\n0,40,4\n")
+    with pytest.raises(TraceError, match=r"h\.csv:1: header line: not UTF-8"):
+        load_generic(path, RULE, rng(), on_bad_line="skip")
