@@ -1,10 +1,13 @@
 """The program ``radixbench profile`` runs under scalene: one ``compare`` run, optionally
 inside a torch profiler with the batch builder's calls labelled.
 
-Invoked as ``python profile_target.py SPEC_PICKLE RESULT_JSON [--torch-profiler]``:
+Invoked as ``python profile_target.py SPEC_PICKLE STAGING RESULT_JSON [--torch-profiler]``:
 ``SPEC_PICKLE`` holds a pickled :class:`~radixbench.harness.compare.CompareSpec` (written by
-:mod:`radixbench.harness.cmd_profile`, never untrusted input); on success ``RESULT_JSON``
-receives ``{"run_dir": ..., "torch_trace": path | null, "ok": equivalence verdict}``.
+:mod:`radixbench.harness.profiling`, never untrusted input); the run folder is written under the
+``STAGING`` folder (the parent moves it to ``spec.out`` once the profile is complete, so a
+failed profile leaves no run folder), while ``config.json`` records ``spec`` itself; on success
+``RESULT_JSON`` receives ``{"run_dir": ..., "torch_trace": path | null, "ok": equivalence
+verdict}`` (paths inside ``STAGING``).
 
 The torch profiler (CPU activity, plus CUDA when available) records a Chrome trace
 (``<run_dir>/profile/torch_trace.json``, open in chrome://tracing or Perfetto). During the run
@@ -16,6 +19,7 @@ work is grouped under named ranges; the originals are restored afterwards.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import pickle
@@ -27,12 +31,14 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from radixbench.harness.compare import CompareSpec, run_compare
+from radixbench.harness.compare import CompareSpec, _jsonable, run_compare
 from radixbench.sim.batch import BatchBuilder
 
 __all__ = ["labelled_batch_builder", "main", "run_target"]
 
 _BUILDER_METHODS = ("build_extend", "build_decode")
+#: How :func:`main` starts the one line it prints for bad input before exiting with 2.
+ERROR_PREFIX = "radixbench: error: "
 
 
 @contextlib.contextmanager
@@ -60,11 +66,19 @@ def labelled_batch_builder() -> Iterator[None]:
             setattr(BatchBuilder, name, fn)
 
 
-def run_target(spec: CompareSpec, torch_profiler: bool) -> dict[str, Any]:
-    """Run ``spec`` (no progress bar); with ``torch_profiler`` record and export the Chrome
-    trace into the run folder. Returns the result dict described in the module docstring."""
+def run_target(
+    spec: CompareSpec, torch_profiler: bool, staging: Path | None = None
+) -> dict[str, Any]:
+    """Run ``spec`` (no progress bar) with its run folder under ``staging`` (None:
+    ``spec.out``); ``config.json`` keeps ``spec`` as given. With ``torch_profiler`` record and
+    export the Chrome trace into the run folder. Returns the result dict described in the
+    module docstring. Raises what :func:`~radixbench.harness.compare.run_compare` raises."""
+    staged = spec if staging is None else dataclasses.replace(spec, out=staging)
+    run = functools.partial(
+        run_compare, staged, progress=False, extra_meta={"spec": _jsonable(spec)}
+    )
     if not torch_profiler:
-        outcome = run_compare(spec, progress=False)
+        outcome = run()
         return {"run_dir": str(outcome.run_dir), "torch_trace": None,
                 "ok": bool(outcome.equivalence["ok"])}  # fmt: skip
     activities = [ProfilerActivity.CPU]
@@ -76,7 +90,7 @@ def run_target(spec: CompareSpec, torch_profiler: bool) -> dict[str, Any]:
             activities=activities,
         ) as prof,
     ):
-        outcome = run_compare(spec, progress=False)
+        outcome = run()
     trace = outcome.run_dir / "profile" / "torch_trace.json"
     trace.parent.mkdir(exist_ok=True)
     prof.export_chrome_trace(str(trace))
@@ -85,10 +99,16 @@ def run_target(spec: CompareSpec, torch_profiler: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point (see module docstring); exit 0 on success."""
-    spec_path, result_path = Path(argv[0]), Path(argv[1])
+    """Entry point (see module docstring); exit 0 on success, 2 on bad input (one line on
+    stderr starting with :data:`ERROR_PREFIX`)."""
+    spec_path, staging, result_path = Path(argv[0]), Path(argv[1]), Path(argv[2])
     spec = pickle.loads(spec_path.read_bytes())
-    result = run_target(spec, "--torch-profiler" in argv[2:])
+    try:
+        result = run_target(spec, "--torch-profiler" in argv[3:], staging)
+    except (ValueError, OSError) as e:  # bad input: the one line compare would print
+        print(f"{ERROR_PREFIX}{str(e).splitlines()[0] if str(e) else type(e).__name__}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     result_path.write_text(json.dumps(result))
     return 0
 

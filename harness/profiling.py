@@ -2,15 +2,18 @@
 
 :func:`profile_compare` runs :mod:`radixbench.harness.profile_target` as a separate program
 under ``scalene run --cpu-only`` (scalene >= 2: ``scalene run [options] prog.py --- args``),
-restricted to the radixbench source folders, then renders the JSON to a standalone HTML page
-with ``scalene view --standalone``. Both files are moved into ``<run_dir>/profile/``:
-``scalene.json`` and ``scalene.html``. :func:`hottest_lines` ranks the JSON's lines by CPU
+restricted to the radixbench package folders (:func:`scalene_filters`, editable or not), then
+renders the JSON to a standalone HTML page with ``scalene view --standalone``. The run folder
+appears whole in ``--out`` with both files in ``<run_dir>/profile/``: ``scalene.json`` and
+``scalene.html``. :func:`hottest_lines` ranks the JSON's lines by CPU
 time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -22,11 +25,14 @@ from typing import Any
 
 from radixbench.harness import profile_target
 from radixbench.harness.compare import CompareSpec
+from radixbench.harness.runinfo import AtomicRunDir
 
-__all__ = ["HotLine", "ProfileOutcome", "hottest_lines", "profile_compare"]
+__all__ = ["HotLine", "ProfileOutcome", "hottest_lines", "profile_compare", "scalene_filters"]
 
 #: The repository root of the radixbench packages (cache/, sim/, harness/, ... live in it).
 SOURCE_ROOT = Path(profile_target.__file__).resolve().parent.parent
+#: The radixbench packages (folders under :data:`SOURCE_ROOT`) a profile covers.
+PACKAGES = ("cache", "sim", "workloads", "reports", "harness")
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,38 @@ def _scalene() -> list[str]:
     return [str(exe)] if exe.is_file() else [sys.executable, "-m", "scalene"]
 
 
+def scalene_filters(source_root: Path = SOURCE_ROOT) -> list[str]:
+    """``scalene run`` options that profile exactly the radixbench packages under
+    ``source_root`` (``cache/``, ``sim/``, ``workloads/``, ``reports/``, ``harness/``),
+    wherever they are installed.
+
+    By default scalene skips every file under the interpreter's library folders, which after a
+    non-editable install include the radixbench package itself (``site-packages/radixbench``):
+    ``--profile-all`` lifts that rule and ``--profile-only`` (substring match, each package
+    folder with a trailing separator) narrows the profile back to our packages, so neither
+    torch nor a virtual environment inside the checkout is profiled.
+    """
+    dirs = [f"{source_root / name}{os.sep}" for name in PACKAGES]
+    return ["--profile-all", "--profile-only", ",".join(dirs)]
+
+
+def _samples_in_packages(profile: dict[str, Any], source_root: Path = SOURCE_ROOT) -> int:
+    """Number of lines with CPU time in the radixbench packages under ``source_root``."""
+    roots = [source_root / name for name in PACKAGES]
+    lines = hottest_lines(profile, 10**9)
+    return sum(1 for h in lines if any(Path(h.file).is_relative_to(r) for r in roots))
+
+
+def _fail(proc: subprocess.CompletedProcess[str], what: str) -> RuntimeError:
+    """One-line error for a failed profiled run: ``what`` plus the last line of its output."""
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    bad_input = [ln for ln in lines if ln.startswith(profile_target.ERROR_PREFIX)]
+    if bad_input:  # the run's own one-line error (e.g. an impossible --kv-capacity)
+        return RuntimeError(bad_input[-1][len(profile_target.ERROR_PREFIX) :])
+    tail = lines[-1:] or ["no output"]
+    return RuntimeError(f"{what} (exit {proc.returncode}): {tail[0]}")
+
+
 def profile_compare(
     spec: CompareSpec, torch_profiler: bool = False, html: bool = True
 ) -> ProfileOutcome:
@@ -86,10 +124,14 @@ def profile_compare(
 
     ``torch_profiler``: also record a torch profiler Chrome trace of the batch builder
     (:func:`~radixbench.harness.profile_target.run_target`). ``html``: also render
-    ``scalene.html``. Raises :class:`RuntimeError` (one line, with the tail of scalene's
-    output) when the profiled run fails; a failed run leaves no run folder (compare's atomic
-    folder) and no profile files.
+    ``scalene.html``. ``spec.out`` is resolved against the current folder before the program
+    starts (it runs in a temporary folder). The run is staged in a temporary folder and moved
+    to ``spec.out`` (:class:`~radixbench.harness.runinfo.AtomicRunDir`) only once its profile
+    is complete. Raises :class:`RuntimeError` (one line, with the tail of scalene's output)
+    when the profiled run fails or scalene recorded no samples in the radixbench packages; a
+    failure leaves no run folder and no profile files.
     """
+    spec = dataclasses.replace(spec, out=spec.out.resolve())
     with tempfile.TemporaryDirectory(prefix="radixbench-profile-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "spec.pkl").write_bytes(pickle.dumps(spec))
@@ -100,41 +142,51 @@ def profile_compare(
             "--no-stacks",
             "--program-path",
             str(SOURCE_ROOT),
-            "--profile-exclude",
-            "site-packages",
+            *scalene_filters(),
             "-o",
             str(tmp / "scalene.json"),
             profile_target.__file__,
             "---",
             str(tmp / "spec.pkl"),
+            str(tmp / "staging"),
             str(tmp / "result.json"),
             *(["--torch-profiler"] if torch_profiler else []),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tmp)
         if proc.returncode != 0 or not (tmp / "result.json").is_file():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise RuntimeError(f"profiled run failed (exit {proc.returncode}): {tail[0]}")
+            raise _fail(proc, "profiled run failed")
+        if not (tmp / "scalene.json").is_file():
+            raise _fail(proc, "scalene wrote no profile")
+        if _samples_in_packages(json.loads((tmp / "scalene.json").read_text())) == 0:
+            raise RuntimeError(
+                f"scalene recorded no samples in the radixbench packages under {SOURCE_ROOT} "
+                "(too short a run? try more --requests)"
+            )
         result = json.loads((tmp / "result.json").read_text())
-        run_dir = Path(result["run_dir"])
-        out = run_dir / "profile"
-        out.mkdir(exist_ok=True)
-        scalene_json = Path(shutil.move(tmp / "scalene.json", out / "scalene.json"))
-        scalene_html = None
+        staged = Path(result["run_dir"])
+        has_html = False
         if html:
             view = subprocess.run(
-                [*_scalene(), "view", "--standalone", str(scalene_json)],
+                [*_scalene(), "view", "--standalone", str(tmp / "scalene.json")],
                 capture_output=True,
                 text=True,
                 check=False,
                 cwd=tmp,
             )
-            if view.returncode == 0 and (tmp / "scalene-profile.html").is_file():
-                scalene_html = Path(shutil.move(tmp / "scalene-profile.html", out / "scalene.html"))
+            has_html = view.returncode == 0 and (tmp / "scalene-profile.html").is_file()
+        with AtomicRunDir(spec.out, staged.name) as run:
+            for entry in staged.iterdir():
+                shutil.move(entry, run.tmp / entry.name)
+            (run.tmp / "profile").mkdir(exist_ok=True)
+            shutil.move(tmp / "scalene.json", run.tmp / "profile" / "scalene.json")
+            if has_html:
+                shutil.move(tmp / "scalene-profile.html", run.tmp / "profile" / "scalene.html")
+    assert run.final is not None
     trace = result.get("torch_trace")
     return ProfileOutcome(
-        run_dir=run_dir,
-        scalene_json=scalene_json,
-        scalene_html=scalene_html,
-        torch_trace=Path(trace) if trace else None,
+        run_dir=run.final,
+        scalene_json=run.final / "profile" / "scalene.json",
+        scalene_html=run.final / "profile" / "scalene.html" if has_html else None,
+        torch_trace=run.final / Path(trace).relative_to(staged) if trace else None,
         equivalent=bool(result["ok"]),
     )
