@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="sweep folder (default runs/sweep-<grid name>)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="use an existing Dask cluster")
     p.add_argument("--workers", type=positive_int, help="LocalCluster workers (default: cores)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run(args: argparse.Namespace) -> int:

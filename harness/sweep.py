@@ -40,7 +40,8 @@ VARIANT_STATS = ("prefix_hit_rate", "ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2
 @dataclass(frozen=True)
 class SweepOutcome:
     """``results``: the gathered table (one row per finished cell); ``cached``/``ran``: cells
-    skipped because finished before / run now; ``failed``: (cell key, one-line reason)."""
+    skipped because finished before / run now; ``failed``: (:func:`cell_label`, one-line
+    reason)."""
 
     sweep_dir: Path
     results: pd.DataFrame
@@ -55,19 +56,42 @@ def cell_spec(cell: Cell, cells_dir: Path) -> CompareSpec:
     return CompareSpec(scenario=cell.load(), device="cpu", out=cells_dir)
 
 
-def run_cell(cell: Cell, cells_dir: str) -> str:
-    """Run one cell unless its folder already exists; returns the cell key. Runs on a worker."""
+@dataclass(frozen=True)
+class CellFailed:
+    """What :func:`run_cell` returns for a cell with bad input (the run's one-line error):
+    returned, not raised, so dask neither retries it nor logs a "Compute Failed" traceback."""
+
+    reason: str
+
+
+def run_cell(cell: Cell, cells_dir: str) -> str | CellFailed:
+    """Run one cell unless its folder already exists; returns the cell key, or
+    :class:`CellFailed` when the cell's input is bad (``ValueError`` / ``OSError`` of
+    :func:`~radixbench.harness.compare.run_compare`; nothing is written). Runs on a worker."""
     out = Path(cells_dir)
     if (out / cell.key / "config.json").exists():
         return cell.key
-    run_compare(
-        cell_spec(cell, out),
-        progress=False,
-        run_name=cell.key,
-        extra_meta={"cell": cell.canonical(), "cell_key": cell.key},
-        full_report=False,
-    )
+    try:
+        run_compare(
+            cell_spec(cell, out),
+            progress=False,
+            run_name=cell.key,
+            extra_meta={"cell": cell.canonical(), "cell_key": cell.key},
+            full_report=False,
+        )
+    except (ValueError, OSError) as e:
+        return CellFailed(_one_line(e))
     return cell.key
+
+
+def _one_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def cell_label(cell: Cell) -> str:
+    """``<key> (<param>=<value>, ..., <variant>, seed <n>)``: a cell named for the reader."""
+    params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
+    return f"{cell.key} ({params + ', ' if params else ''}{cell.variant.name}, seed {cell.seed})"
 
 
 def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:
@@ -111,7 +135,7 @@ def _client(scheduler: str | None, workers: int | None) -> Any:
         threads_per_worker=1,
         processes=True,
         dashboard_address=":0",
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,
     )
     return Client(cluster)
 
@@ -122,14 +146,16 @@ def run_sweep(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
-    cell_fn: Callable[[Cell, str], str] = run_cell,
+    cell_fn: Callable[[Cell, str], str | CellFailed] = run_cell,
 ) -> SweepOutcome:
     """Run the unfinished cells of ``grid`` on dask, then gather and plot everything finished.
 
     ``out``: the sweep folder (cells under ``out/cells``); ``scheduler``: address of an
     existing cluster (``tcp://host:port``), else a ``LocalCluster`` of ``workers`` processes
     (default: one per core). Stale temporary folders of killed runs are removed first.
-    A cell that raises is reported in ``failed``, not retried forever.
+    A cell with bad input (:class:`CellFailed`) or that raises is reported in ``failed`` with
+    one line, not retried forever; the local cluster's worker logs are silenced (a raising
+    cell would otherwise print dask's "Compute Failed" traceback).
     """
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
@@ -158,9 +184,9 @@ def run_sweep(
             ) as bar:
                 for fut in as_completed(futures):
                     exc = fut.exception()
-                    if exc is not None:
-                        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                        failed.append((futures[fut].key, msg))
+                    result = fut.result() if exc is None else CellFailed(_one_line(exc))
+                    if isinstance(result, CellFailed):
+                        failed.append((cell_label(futures[fut]), result.reason))
                     bar.update(1)
         finally:
             cluster = getattr(client, "cluster", None)

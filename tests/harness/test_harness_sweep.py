@@ -150,3 +150,23 @@ def test_cli_bad_scheduler_and_grid(tmp_path, capsys) -> None:
     g.write_text(GRID)
     assert main(["sweep", str(g), "--scheduler", "localhost:1"]) == 2
     assert "--scheduler" in capsys.readouterr().err
+
+
+def test_cell_with_bad_input_fails_in_one_line(tmp_path, cluster, capfd) -> None:
+    # Every request of prefix-repetition needs 640 KV slots: these cells cannot run at all.
+    g = tmp_path / "tiny.toml"
+    g.write_text(
+        'scenario = "prefix-repetition"\n[base]\narrivals.max_requests = 5\n'
+        '[grid]\n"sim.kv_capacity_tokens" = [100, 200]\n[variants]\nevictors = ["heapify"]\n'
+    )
+    argv = ["sweep", str(g), "--out", str(tmp_path / "sw"), "--no-progress",
+            "--scheduler", cluster.scheduler_address]  # fmt: skip
+    assert main(argv) == 1
+    captured = capfd.readouterr()
+    text = captured.out + captured.err
+    assert "Compute Failed" not in text and "Traceback" not in text
+    failed = [ln for ln in captured.out.splitlines() if ln.strip().startswith("failed cell")]
+    assert len(failed) == 2
+    assert all("--kv-capacity" in ln and "every request would be rejected" in ln for ln in failed)
+    assert any("sim.kv_capacity_tokens=100, heapify" in ln for ln in failed)
+    assert "0 run now, 0 already finished, 2 failed" in captured.out
