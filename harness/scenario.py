@@ -29,7 +29,7 @@ from radixbench.harness.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
 from radixbench.sim.cost import load_cost_model
 from radixbench.workloads.arrivals import Arrivals
-from radixbench.workloads.sources import SOURCES
+from radixbench.workloads.sources import SOURCES, TRACE_KINDS, detect_trace_kind
 from radixbench.workloads.trace import BAD_LINE_POLICIES
 
 __all__ = [
@@ -42,7 +42,7 @@ __all__ = [
     "resolve_scenario",
 ]
 
-DEFAULT_SCENARIO = "mooncake-conversation"
+DEFAULT_SCENARIO = "shared-prefix-serving"
 """The bundled scenario ``radixbench compare`` runs when given none."""
 
 _SIM_TABLES = ("cache", "scheduler")
@@ -222,7 +222,9 @@ def parse_override(text: str) -> tuple[str, Any]:
 _SIM_FIELDS = frozenset(f.name for f in dataclasses.fields(SimConfig)) - {"seed", "cost"}
 
 
-def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> None:
+def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> str:
+    """Set dotted ``key`` in ``doc`` (None deletes it); returns the key path it resolved to
+    (``sim.page_size`` -> ``cache.page_size``)."""
     if key in _SIM_FIELDS:  # a bare SimConfig field, e.g. --set page_size=16
         key = f"sim.{key}"
     if key.startswith("sim."):  # the SimConfig field, in whichever table already sets it
@@ -240,16 +242,46 @@ def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> Non
         node.pop(last, None)
     else:
         node[last] = value
+    return key
 
 
-def load_scenario(ref: str | pathlib.Path, overrides: dict[str, Any] | None = None) -> Scenario:
+def _apply_trace(doc: dict[str, Any], trace: pathlib.Path) -> None:
+    """Make ``doc`` replay the trace file ``trace`` (``compare --trace``): its kind is detected
+    (:func:`~radixbench.workloads.sources.detect_trace_kind`: Mooncake, Azure or generic
+    JSONL/CSV). The same kind as the scenario's keeps the other ``[workload]`` keys; another
+    kind replaces the table (keeping ``on_bad_line``), and a generator scenario's arrival
+    process becomes the trace's own timestamps."""
+    work = doc.get("workload")
+    work = work if isinstance(work, dict) else {}
+    kind, old_kind = detect_trace_kind(trace), work.get("kind")
+    if kind == old_kind:
+        doc["workload"] = {**work, "path": str(trace)}
+        return
+    keep = {k: work[k] for k in ("on_bad_line",) if k in work}
+    doc["workload"] = {"kind": kind, "path": str(trace), **keep}
+    arrivals = doc.get("arrivals")
+    if old_kind not in TRACE_KINDS and isinstance(arrivals, dict):
+        doc["arrivals"] = {k: v for k, v in arrivals.items() if k not in ("rate", "cv")}
+        doc["arrivals"]["process"] = "trace"
+
+
+def load_scenario(
+    ref: str | pathlib.Path,
+    overrides: dict[str, Any] | None = None,
+    trace: pathlib.Path | None = None,
+    origins: dict[str, str] | None = None,
+) -> Scenario:
     """Read and validate a scenario (file path or bundled name).
 
     ``overrides``: dotted key -> value applied to the TOML document before validation
     (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``; ``sim.<field>`` or a
     bare ``SimConfig`` field name (``page_size``) goes to whichever of ``[cache]`` /
-    ``[scheduler]`` already sets it (else ``[cache]``). Raises
-    :class:`ScenarioError` (one line naming the file and key path).
+    ``[scheduler]`` already sets it (else ``[cache]``). ``trace``: a trace file (absolute
+    path) replacing the workload, applied before ``overrides`` (:func:`_apply_trace`). Raises
+    :class:`ScenarioError` (one line naming the file and key path; for a key set by an
+    override with an entry in ``origins`` — override key -> what set it, e.g.
+    ``{"variants.evictors": "--evictors"}`` — that origin instead of the file), or
+    :class:`~radixbench.workloads.trace.TraceError` when ``trace`` cannot be read.
     """
     path = resolve_scenario(str(ref))
     file = str(path)
@@ -263,7 +295,20 @@ def load_scenario(ref: str | pathlib.Path, overrides: dict[str, Any] | None = No
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(file, None, f"invalid TOML: {exc}") from None
+    if trace is not None:
+        _apply_trace(doc, trace)
+    blame: dict[str, str] = {}
     for key, value in (overrides or {}).items():
-        _apply_override(doc, key, value, file)
+        resolved = _apply_override(doc, key, value, file)
+        if origins and key in origins:
+            blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
-    return parse_scenario(doc, file, name, path.parent.resolve())
+    try:
+        return parse_scenario(doc, file, name, path.parent.resolve())
+    except ScenarioError as exc:
+        origin = next(
+            (o for k, o in blame.items() if exc.key and (exc.key + ".").startswith(k + ".")), None
+        )
+        if origin is None:
+            raise
+        raise ScenarioError(origin, exc.key, exc.reason) from None

@@ -217,3 +217,50 @@ def test_cost_model_preset_with_field_override(tmp_path: Path) -> None:
     assert isinstance(cost, RooflineCostModel)
     assert cost.name == preset.name and cost.layers == preset.layers
     assert cost.compute_eff == 0.3 != preset.compute_eff
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_trace_replaces_a_generator_workload_and_its_arrivals(tmp_path: Path) -> None:
+    # compare --trace on the default (generator, Poisson) scenario: the generic trace's kind is
+    # detected and replayed at its own timestamps.
+    trace = _write(tmp_path / "g.csv", "arrival_s,input_length,output_length\n0,10,2\n")
+    sc = load_scenario("shared-prefix-serving", {"arrivals.max_requests": 5}, trace=trace)
+    assert sc.kind == "trace" and sc.workload.path == str(trace)
+    assert sc.arrivals.process == "trace" and sc.arrivals.rate is None
+    assert sc.arrivals.max_requests == 5
+
+
+def test_trace_of_the_same_kind_keeps_the_workload_keys(tmp_path: Path) -> None:
+    line = '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\n'
+    trace = _write(tmp_path / "m.jsonl", line)
+    scen = _write(
+        tmp_path / "s.toml",
+        'description = "x"\n[workload]\nkind = "mooncake"\nblock_size = 64\n'
+        'on_bad_line = "skip"\n[arrivals]\nprocess = "trace"\n',
+    )
+    sc = load_scenario(scen, trace=trace)
+    assert sc.kind == "mooncake" and sc.workload.block_size == 64 and sc.on_bad_line == "skip"
+    record = '{"arrival_s": 0, "input_length": 3, "output_length": 1}'
+    generic = _write(tmp_path / "g.jsonl", record)
+    sc = load_scenario(scen, trace=generic)
+    # another kind: a fresh [workload] (its own block_size default), on_bad_line kept
+    assert sc.kind == "trace" and sc.workload.block_size == 16 and sc.on_bad_line == "skip"
+
+
+def test_error_in_an_override_names_its_origin(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"^--evictors: variants\.evictors: unknown evictor"):
+        load_scenario(
+            "mooncake-conversation",
+            {"variants.evictors": ["nope"]},
+            origins={"variants.evictors": "--evictors"},
+        )
+    with pytest.raises(ScenarioError, match=r"^--set page_size=3: cache\.page_size: "):
+        load_scenario("mooncake-conversation", {"page_size": 3},
+                      origins={"page_size": "--set page_size=3"})  # fmt: skip
+    # without an origin (e.g. a grid's override) the file is named, as before
+    with pytest.raises(ScenarioError, match=r"mooncake-conversation\.toml: variants\.evictors"):
+        load_scenario("mooncake-conversation", {"variants.evictors": ["nope"]})
