@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator
+from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator, _mask_of
 
 
 class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
@@ -28,21 +28,27 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
     only under ``SGLANG_DEBUG_MEMORY_POOL``); ``free(indices)`` returns every page that any of
     ``indices`` lies in (0.5.23 ``free``: ``torch.unique(free_index // page_size)``), appended to
     a release list merged on demand (0.5.23 prepends them to ``free_pages``), so the allocation
-    order is deterministic and FIFO. ``is_free`` is a per-slot bool mask
-    ``[(num_pages + 1) * page_size]``; freeing a page that is already free, or a slot outside the
-    pages, raises ``DoubleFreeError`` and frees nothing. ``size`` is the capacity in tokens
-    (``num_pages * page_size``). ``check_repeats`` (on by default, off in the simulator, whose
-    KV accounting is checked by the tests instead) also turns on the checks 0.5.23 makes under
-    ``SGLANG_DEBUG_MEMORY_POOL`` in ``alloc_extend`` / ``alloc_decode`` (each ``last_loc``
-    continues its page), and one of ours: ``last_loc`` lies in a page that is allocated.
+    order is deterministic and FIFO. The free list, the release list, ownership and the lazily
+    rebuilt ``is_free`` mask (per slot, ``[(num_pages + 1) * page_size]``) work as in
+    :class:`TokenToKVPoolAllocator`, with pages for slots. ``size`` is the capacity in tokens
+    (``num_pages * page_size``). ``debug`` (default ``RADIXBENCH_DEBUG_KV_POOL``; older name
+    ``check_repeats``) makes ``free`` raise ``DoubleFreeError`` (freeing nothing) for a page
+    already free or out of range, keeps the mask up to date on every call, and turns on the
+    checks 0.5.23 makes under ``SGLANG_DEBUG_MEMORY_POOL`` in ``alloc_extend`` /
+    ``alloc_decode`` (each ``last_loc`` continues its page) and one of ours: ``last_loc`` lies in
+    a page that is allocated.
     """
+
+    _head: int  # (declared again for mypy, which sees the base class as Any here)
 
     def __init__(
         self,
         size: int,
         page_size: int,
         device: torch.device | str = "cpu",
-        check_repeats: bool = True,
+        debug: bool | None = None,
+        *,
+        check_repeats: bool | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
@@ -50,47 +56,50 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
             raise ValueError(f"KV pool of {size} tokens holds no page of {page_size}")
         self.page_size = page_size
         self.num_pages = size // page_size
-        super().__init__(self.num_pages * page_size, device, check_repeats)
+        super().__init__(self.num_pages * page_size, device, debug, check_repeats=check_repeats)
 
     def clear(self) -> None:
-        """Mark every page 1..num_pages free (mutates the free-page list, release list, mask)."""
-        self.free_pages = torch.arange(1, self.num_pages + 1, dtype=torch.int64, device=self.device)
-        self._released: list[torch.Tensor] = []
-        self._released_n = 0
-        self.is_free = torch.ones(
-            (self.num_pages + 1) * self.page_size, dtype=torch.bool, device=self.device
-        )
-        self.is_free[: self.page_size] = False
+        """Mark every page 1..num_pages free, in order (mutates the free-page list, the release
+        list and the mask). Mirrors ``PagedTokenToKVPoolAllocator.clear`` of sglang 0.5.23."""
         self._offsets = torch.arange(self.page_size, dtype=torch.int64, device=self.device)
+        self._reset(torch.arange(1, self.num_pages + 1, dtype=torch.int64, device=self.device))
 
     def available_size(self) -> int:
-        """Free tokens (whole free pages x page_size)."""
-        return (int(self.free_pages.numel()) + self._released_n) * self.page_size
+        """Free tokens (whole free pages x page_size); host integers only. Mirrors
+        ``PagedTokenToKVPoolAllocator.available_size`` of sglang 0.5.23."""
+        return (self._n_list - self._head + self._released_n) * self.page_size
 
-    def _merge(self) -> None:
-        self.free_pages = torch.cat([self.free_pages, *self._released])
-        self._released = []
-        self._released_n = 0
+    def _build_mask(self) -> torch.Tensor:
+        if self._released:
+            self._merge()  # one cat, as alloc would do; keeps later rebuilds O(pool)
+        return _mask_of(self._list[self._head :], self.num_pages, self.page_size, "KV page")
 
     def _take_pages(self, n_pages: int) -> torch.Tensor | None:
         """Take ``n_pages`` pages from the front of the free list (merging the release list
-        when needed) and mark their slots used: int64 ``[n_pages]`` page numbers, or ``None``
-        (nothing taken) when fewer are free."""
-        if n_pages == 0:
-            return self.free_pages[:0]
-        if n_pages > self.free_pages.numel():
-            if n_pages > self.free_pages.numel() + self._released_n:
+        when needed): int64 ``[n_pages]`` page numbers (a view of the free list), or ``None``
+        (nothing taken) when fewer are free. Mutates the free list; with ``debug`` marks the
+        pages' slots used in the mask."""
+        head = self._head
+        end = head + n_pages
+        if end > self._n_list:
+            if n_pages > self._n_list - head + self._released_n:
                 return None
             self._merge()
-        pages = self.free_pages[:n_pages]
-        self.free_pages = self.free_pages[n_pages:]
-        self.is_free[(pages[:, None] * self.page_size + self._offsets).reshape(-1)] = False
+            head, end = 0, n_pages
+        self._head = end
+        pages = self._list[head:end]
+        if self.debug:
+            self.is_free.view(-1, self.page_size)[pages] = False
+        else:
+            self._mask = None
         return pages
 
     def alloc(self, need: int) -> torch.Tensor | None:
         """Take ``need`` tokens of whole pages: int64 ``[need]`` slot indices, or ``None``
-        (nothing taken) when too few pages are free. Raises ``ValueError`` for a negative
-        ``need`` or one that is not a multiple of ``page_size``."""
+        (nothing taken) when too few pages are free. Mutates the free list (see ``_take_pages``).
+        Raises ``ValueError`` for a negative ``need`` or one that is not a multiple of
+        ``page_size``. Mirrors ``PagedTokenToKVPoolAllocator.alloc`` of sglang 0.5.23 (which
+        builds ``torch.arange(page_size)`` on every call; here it is built once)."""
         if need < 0 or need % self.page_size:
             raise ValueError(f"alloc: need {need} is not a non-negative multiple of page size")
         pages = self._take_pages(need // self.page_size)
@@ -121,7 +130,7 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         Returns int64 ``[extend_num_tokens]`` slots on the device in request order, or ``None``
         (nothing taken) when too few pages are free. Mutates the free list and ``is_free``.
         Raises ``ValueError`` (taking nothing) on mismatched shapes, ``seq < prefix``, a wrong
-        ``extend_num_tokens`` and, with ``check_repeats``, a ``last_loc`` that does not continue
+        ``extend_num_tokens`` and, with ``debug``, a ``last_loc`` that does not continue
         its page (``(last_loc + 1) % ps != prefix % ps``, 0.5.23's debug assert) or lies in a
         free page.
         Mirrors ``PagedTokenToKVPoolAllocator.alloc_extend`` / ``alloc_extend_naive`` of
@@ -142,7 +151,7 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
                 f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
                 f"{int(ext.sum())}"
             )
-        debug = self.check_repeats
+        debug = self.debug
         if debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
             raise ValueError("alloc_extend: last_loc does not continue its request's page")
         pages_before = (pre + ps - 1) // ps
@@ -176,7 +185,7 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         (in request order) and writes its first slot; the others write ``last_loc + 1``.
         Returns int64 ``[bs]`` on the device, or ``None`` (nothing taken) when too few pages
         are free. Mutates the free list and ``is_free``. Raises ``ValueError`` (taking nothing)
-        on mismatched shapes and, with ``check_repeats``, a ``last_loc`` inconsistent with
+        on mismatched shapes and, with ``debug``, a ``last_loc`` inconsistent with
         ``seq_lens`` (``(last_loc + 2) % ps != seq_len % ps``) or in a free page.
         Mirrors ``PagedTokenToKVPoolAllocator.alloc_decode`` / ``alloc_decode_naive`` of
         sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
@@ -188,7 +197,7 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
             raise ValueError("alloc_decode: seq_lens and last_loc differ in length")
         need = (seq - 1) % ps == 0
         out = last + 1
-        if self.check_repeats:
+        if self.debug:
             if seq.numel() and bool(((last + 2) % ps != seq % ps).any()):
                 raise ValueError("alloc_decode: last_loc does not match seq_lens")
             self._check_continues(out[~need], "alloc_decode")
@@ -199,31 +208,51 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         return out
 
     def free(self, indices: torch.Tensor) -> None:
-        """Return the pages of slots ``indices`` (int tensor ``[n]``) to the pool.
+        """Return the pages of slots ``indices`` (int tensor, any shape) to the pool: each page
+        once, in ascending order, behind every free page.
 
-        Raises ``DoubleFreeError`` (freeing nothing) if a slot lies outside pages 1..num_pages or
-        in a page that is already free."""
+        Mirrors ``PagedTokenToKVPoolAllocator.free`` of sglang 0.5.23 (``torch.unique(free_index
+        // page_size)``, whose result size is the one device-to-host synchronisation on a GPU,
+        as in 0.5.23; 0.5.23 then concatenates the pages in front of ``free_pages``, here they
+        are appended to the release list). Mutates the release list and drops the cached mask.
+        With ``debug``: raises ``DoubleFreeError`` (freeing nothing) if a slot lies outside pages
+        1..num_pages or in a page that is already free, and updates the mask."""
         if indices.numel() == 0:
             return
-        idx = indices.to(device=self.device, dtype=torch.int64).reshape(-1)
-        pages = torch.unique(idx // self.page_size)
+        if indices.dtype is not torch.int64 or indices.device != self.device:
+            indices = indices.to(device=self.device, dtype=torch.int64)
+        pages = torch.unique(indices // self.page_size)
+        if self.debug:
+            self._debug_free_pages(pages)
+            return
+        self._released.append(pages)
+        self._released_n += pages.numel()
+        self._mask = None
+
+    def _debug_free_pages(self, pages: torch.Tensor) -> None:
         lo, hi = int(pages[0]), int(pages[-1])
         if lo < 1 or hi > self.num_pages:
             raise DoubleFreeError(f"KV page out of range 1..{self.num_pages}: {pages.tolist()[:8]}")
-        first = pages * self.page_size
-        if bool(self.is_free[first].any()):
-            bad = pages[self.is_free[first]].tolist()[:8]
-            raise DoubleFreeError(f"double free of KV pages {bad}")
-        self.is_free[(first[:, None] + self._offsets).reshape(-1)] = True
+        by_page = self.is_free.view(-1, self.page_size)
+        used = by_page[pages, 0]
+        if bool(used.any()):
+            raise DoubleFreeError(f"double free of KV pages {pages[used].tolist()[:8]}")
+        by_page[pages] = True
         self._released.append(pages)
         self._released_n += pages.numel()
 
 
 def make_allocator(
-    size: int, page_size: int, device: torch.device | str = "cpu", check_repeats: bool = True
+    size: int,
+    page_size: int,
+    device: torch.device | str = "cpu",
+    debug: bool | None = None,
+    *,
+    check_repeats: bool | None = None,
 ) -> TokenToKVPoolAllocator:
     """The token allocator for ``page_size == 1``, the paged one otherwise (as sglang 0.5.23
-    chooses in ``sglang/srt/mem_cache/kv_cache_configurator.py`` for a plain model)."""
+    chooses in ``sglang/srt/mem_cache/kv_cache_configurator.py`` for a plain model). ``debug``
+    / ``check_repeats``: see :class:`TokenToKVPoolAllocator`."""
     if page_size == 1:
-        return TokenToKVPoolAllocator(size, device, check_repeats)
-    return PagedTokenToKVPoolAllocator(size, page_size, device, check_repeats)
+        return TokenToKVPoolAllocator(size, device, debug, check_repeats=check_repeats)
+    return PagedTokenToKVPoolAllocator(size, page_size, device, debug, check_repeats=check_repeats)

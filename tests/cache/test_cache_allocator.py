@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from radixbench.cache import DoubleFreeError, ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.cache import (
+    DoubleFreeError,
+    IntegrityError,
+    RadixCache,
+    RadixKey,
+    ReqToTokenPool,
+    TokenToKVPoolAllocator,
+    check_integrity,
+    make_allocator,
+)
+from radixbench.cache.allocator import DEBUG_ENV
 
 
 def test_alloc_free_round_trip() -> None:
@@ -69,7 +79,7 @@ def test_alloc_negative_raises_and_takes_nothing() -> None:
 
 
 def test_double_free_raises_and_frees_nothing() -> None:
-    a = TokenToKVPoolAllocator(8)
+    a = TokenToKVPoolAllocator(8, debug=True)
     x = a.alloc(4)
     assert x is not None
     a.free(x[:2])
@@ -84,7 +94,7 @@ def test_double_free_raises_and_frees_nothing() -> None:
 
 
 def test_repeated_slot_in_one_free_raises() -> None:
-    a = TokenToKVPoolAllocator(8)
+    a = TokenToKVPoolAllocator(8, debug=True)
     x = a.alloc(3)
     assert x is not None
     with pytest.raises(DoubleFreeError):
@@ -94,7 +104,7 @@ def test_repeated_slot_in_one_free_raises() -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, 9, 1000])
 def test_free_out_of_range_raises(bad: int) -> None:
-    a = TokenToKVPoolAllocator(8)
+    a = TokenToKVPoolAllocator(8, debug=True)
     x = a.alloc(8)
     assert x is not None
     with pytest.raises(DoubleFreeError):
@@ -102,16 +112,95 @@ def test_free_out_of_range_raises(bad: int) -> None:
     assert a.available_size() == 0
 
 
-def test_free_does_not_alias_callers_tensor() -> None:
+def test_free_of_another_dtype_copies_so_the_caller_may_reuse_its_buffer() -> None:
     a = TokenToKVPoolAllocator(4)
+    x = a.alloc(4)
+    assert x is not None
+    t = x.to(torch.int32)  # as req_to_token rows are: free converts, which copies
+    a.free(t)
+    t.zero_()  # the caller reuses its buffer
+    y = a.alloc(4)
+    assert y is not None and y.tolist() == [1, 2, 3, 4]
+
+
+def test_debug_catches_a_freed_tensor_written_to_and_keeps_the_pool_intact() -> None:
+    a = TokenToKVPoolAllocator(4, debug=True)
     x = a.alloc(4)
     assert x is not None
     t = x.clone()
     a.free(t)
-    t.zero_()  # the caller reuses its buffer
-    y = a.alloc(4)
-    assert y is not None
-    assert sorted(y.tolist()) == [1, 2, 3, 4]
+    t.zero_()  # breaks free()'s ownership contract
+    with pytest.raises(ValueError, match="written to afterwards"):
+        a.alloc(4)
+    y = a.alloc(4)  # debug kept its own copy: the pool is intact
+    assert y is not None and y.tolist() == [1, 2, 3, 4]
+
+
+def test_without_debug_a_double_free_is_found_by_the_mask() -> None:
+    a = TokenToKVPoolAllocator(8)
+    assert not a.debug
+    x = a.alloc(4)
+    assert x is not None
+    a.free(x[:2])
+    a.free(x[1:3])  # slot 2 twice: not checked here (no synchronisation on free)
+    with pytest.raises(DoubleFreeError, match=r"twice: \[2\]"):
+        _ = a.is_free
+
+
+def test_without_debug_a_bad_slot_is_found_by_the_mask() -> None:
+    a = TokenToKVPoolAllocator(8)
+    a.free(torch.tensor([0]))  # the padding slot
+    with pytest.raises(DoubleFreeError, match=r"outside 1\.\.8"):
+        _ = a.is_free
+
+
+def test_check_integrity_finds_a_double_free_of_a_tree_slot() -> None:
+    alloc = TokenToKVPoolAllocator(16)
+    cache = RadixCache(None, alloc)
+    v = alloc.alloc(4)
+    assert v is not None
+    cache.insert(RadixKey([1, 2, 3, 4]), v)
+    check_integrity(cache)
+    alloc.free(v[1:2])  # the tree still holds slot 2
+    with pytest.raises(IntegrityError, match="held by the tree and free"):
+        check_integrity(cache)
+    alloc.free(v[1:2])  # and now slot 2 is free twice
+    with pytest.raises(DoubleFreeError):
+        check_integrity(cache)
+
+
+def test_debug_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DEBUG_ENV, "1")
+    assert TokenToKVPoolAllocator(4).debug and make_allocator(8, 4).debug
+    assert not TokenToKVPoolAllocator(4, debug=False).debug
+    monkeypatch.delenv(DEBUG_ENV)
+    assert not TokenToKVPoolAllocator(4).debug and not make_allocator(8, 4).debug
+    # check_repeats is the older name of debug
+    assert TokenToKVPoolAllocator(4, check_repeats=True).debug
+    assert make_allocator(8, 4, check_repeats=True).check_repeats
+
+
+@pytest.mark.parametrize("page", [1, 4])
+def test_debug_and_fast_paths_hand_out_the_same_slots(page: int) -> None:
+    """A fixed random stream of allocs and frees: both modes give the same slots in the same
+    order, the same free list, sizes and masks after every call."""
+    gen = torch.Generator().manual_seed(page)
+    sides = [make_allocator(32 * page, page, debug=d) for d in (False, True)]
+    held: list[list[torch.Tensor]] = [[], []]
+    for _ in range(300):
+        n = int(torch.randint(0, 6, (1,), generator=gen)) * page
+        pick = float(torch.rand(1, generator=gen))
+        for side, h in zip(sides, held):
+            if pick < 0.55 or not h:
+                out = side.alloc(n)
+                h.append(out if out is not None else torch.empty(0, dtype=torch.int64))
+            else:
+                side.free(h.pop(int(pick * 1000) % len(h)))
+        a, b = held
+        assert [t.tolist() for t in a] == [t.tolist() for t in b]
+        assert sides[0].available_size() == sides[1].available_size()
+        assert torch.equal(sides[0].free_list(), sides[1].free_list())
+        assert torch.equal(sides[0].is_free, sides[1].is_free)
 
 
 def test_alloc_result_not_aliased_with_pool() -> None:

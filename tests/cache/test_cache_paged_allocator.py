@@ -8,14 +8,14 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from radixbench.cache import PagedTokenToKVPoolAllocator, make_allocator
+from radixbench.cache import DoubleFreeError, PagedTokenToKVPoolAllocator, make_allocator
 
 T = torch.tensor
 
 
-def paged(size: int = 64, page: int = 4) -> PagedTokenToKVPoolAllocator:
+def paged(size: int = 64, page: int = 4, debug: bool = True) -> PagedTokenToKVPoolAllocator:
     """Pages 1..size/page, free list in order; page p holds slots 4p..4p+3 (page 4)."""
-    alloc = make_allocator(size, page)
+    alloc = make_allocator(size, page, debug=debug)
     assert isinstance(alloc, PagedTokenToKVPoolAllocator)
     return alloc
 
@@ -64,20 +64,55 @@ def test_decode_takes_a_new_page_only_on_a_page_boundary() -> None:
 def test_too_few_pages_returns_none_and_takes_nothing() -> None:
     alloc = paged(size=16)  # 4 pages
     extend(alloc, [0], [10], [-1])  # pages 1-3, last slot 13 (page 3 half used)
-    free_pages = alloc.free_pages.clone()
+    free_pages = alloc.free_list()
     mask = alloc.is_free.clone()
     assert extend(alloc, [10], [19], [13]) is None  # needs 2 new pages, 1 is free
     assert alloc.alloc_decode(T([13, 1]), T([15, -1])) is None  # 2 new pages, 1 free
-    assert torch.equal(alloc.free_pages, free_pages) and torch.equal(alloc.is_free, mask)
+    assert torch.equal(alloc.free_list(), free_pages) and torch.equal(alloc.is_free, mask)
     assert extend(alloc, [10], [14], [13]).tolist() == [14, 15, 16, 17]  # 1 page: fits
 
 
-def test_pages_freed_by_requests_are_reused_after_the_free_list() -> None:
-    alloc = paged(size=16)
+@pytest.mark.parametrize("debug", [False, True])
+def test_pages_freed_by_requests_are_reused_after_the_free_list(debug: bool) -> None:
+    alloc = paged(size=16, debug=debug)
     a = extend(alloc, [0], [5], [-1])  # pages 1, 2
     alloc.free(a)  # both pages back, behind pages 3, 4
     out = extend(alloc, [0], [16], [-1])
     assert (out // 4).unique_consecutive().tolist() == [3, 4, 1, 2]
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_free_returns_each_page_once_in_ascending_order(debug: bool) -> None:
+    alloc = paged(size=32, debug=debug)  # 8 pages
+    a = alloc.alloc(16)  # pages 1..4
+    assert a is not None
+    alloc.free(T([15, 5, 14, 6]))  # pages 3, 1 (each twice)
+    assert alloc.available_size() == (4 + 2) * 4
+    assert alloc.free_list().tolist() == [5, 6, 7, 8, 1, 3]
+    free_pages = alloc.is_free.view(-1, 4)[:, 0].tolist()
+    assert free_pages == [False, True, False, True, False] + [True] * 4
+
+
+def test_debug_free_of_a_free_page_raises_and_frees_nothing() -> None:
+    alloc = paged(size=32, debug=True)
+    a = alloc.alloc(8)  # pages 1, 2
+    assert a is not None
+    alloc.free(a[:1])
+    with pytest.raises(DoubleFreeError, match=r"pages \[1\]"):
+        alloc.free(a)  # page 1 is free, page 2 is not: neither is freed
+    with pytest.raises(DoubleFreeError, match="out of range"):
+        alloc.free(T([40]))  # page 10 of 8
+    assert alloc.available_size() == 28 and alloc.free_list().tolist() == [3, 4, 5, 6, 7, 8, 1]
+
+
+def test_without_debug_a_double_free_of_a_page_is_found_by_the_mask() -> None:
+    alloc = paged(size=32, debug=False)
+    a = alloc.alloc(8)
+    assert a is not None
+    alloc.free(a[:1])
+    alloc.free(a)  # page 1 again: not checked on free
+    with pytest.raises(DoubleFreeError, match=r"KV pages in the free list twice: \[1\]"):
+        _ = alloc.is_free
 
 
 @pytest.mark.parametrize(
@@ -123,7 +158,7 @@ def test_slots_follow_positions_page_by_page(ops, page) -> None:
     ``i`` of a request lies at offset ``i % page`` of the request's ``i // page``-th page; no
     page has two owners; free + ``sum(ceil(len / page))`` pages == all pages. Debug checks off,
     as the simulator runs it."""
-    alloc = make_allocator(24 * page, page, check_repeats=False)
+    alloc = make_allocator(24 * page, page, debug=False)
     assert isinstance(alloc, PagedTokenToKVPoolAllocator)
     slots: dict[int, list[int]] = {r: [] for r in range(4)}
     for op, r, n in ops:

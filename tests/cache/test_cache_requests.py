@@ -261,7 +261,7 @@ def test_pretty_print_lists_every_node(make_cache, put) -> None:
 def test_paged_allocator_pages() -> None:
     from radixbench.cache import DoubleFreeError, PagedTokenToKVPoolAllocator
 
-    alloc = make_allocator(32, 4)
+    alloc = make_allocator(32, 4, debug=True)  # the double-free check is a debug check
     assert isinstance(alloc, PagedTokenToKVPoolAllocator)
     assert alloc.available_size() == 32
     a = alloc.alloc(8)
