@@ -1,26 +1,34 @@
 """Microbenchmarks of the cache's algorithm variants: matchers, evictors, insert.
 
-Every figure is a median over interleaved repetitions (each round times every variant once, in
-turn), so background load on a shared machine affects the variants alike; ratios are taken
-within one run. Times in ns. Three benches:
+Figures are medians over repetitions, in ns. Interleaved repetitions (each round times every
+variant once, in turn) make background load on a shared machine hit the variants alike, so
+ratios are taken within one run. Garbage collector: collected once before a bench point and off
+for the whole point, then one untimed warm-up round; never collected between timed calls (a
+collection there hands freed memory back to the OS, and the next timed call pays the page
+faults: ``GC_METHOD``). Three benches:
 
 * ``match``: the matching walk of ``RadixCache.match_prefix`` (child lookup + ``common_prefix``
   per node, no split, no index gather) for a fully cached key of ``L`` tokens, on one edge
   (one node of ``L`` tokens) and along a deep path (``L / 1000``-token nodes, 1,000 nodes), per
-  matcher; with, in the same rounds, a whole-array ``==`` of the same ``L`` tokens (two
-  ``array('q')``, compared by CPython's typed item loop in C, not memcmp: a fast vectorised
-  matcher can beat it) as the physical reference.
+  matcher; with, in the same rounds, the physical floor ``bytes==``: ``==`` of two distinct
+  ``bytes`` copies of the same ``L`` int64 tokens (one ``memcmp``), and, for reference, the
+  whole-array ``==`` of two ``array('q')`` (CPython's typed item loop, 2-3x slower than
+  ``memcmp``). Ratios are to ``bytes==``.
 * ``evict``: ``evict(16)`` per evictor (LRU policy) on a tree of ``N`` one-token evictable
   leaves, and on a tree of ``N`` one-token leaves of which all but ``E`` are locked
   (``inc_lock_ref``, as running requests lock their paths): there ``heapify-walk`` (SGLang
   before PR #14339) still walks all ``N`` nodes, while ``heapify`` (sglang 0.5.23, since PR
-  #14339) heapifies only the ``E`` evictable leaves. Each tree first gets one untimed
-  ``evict(16)`` (so the persistent heap has dropped the entries the locks made stale), whose
-  victims must agree across evictors, as must those of one more call after the timed rounds;
-  every call evicts 16 more leaves of the same tree. The allocator's ``free`` is replaced by a
-  no-op so that the figure is the evictor's data structure, not torch's per-call overhead
-  (reported separately as ``free_ns``). Rows: ``nodes`` (tree nodes, root excluded) and
-  ``leaves`` (evictable leaves when built), and each variant's speed-up over both baselines.
+  #14339) heapifies only the ``E`` evictable leaves. Each evictor is timed twice, on trees
+  of its own built alike: ``interleaved`` (rounds over the evictors, as above) and ``alone``
+  (one untimed call, then all repetitions back to back; interleaving evicts the other
+  evictors' data from the CPU caches, which inflates the O(log n) evictors). Each tree first
+  gets one untimed ``evict(16)`` (so the persistent heap has dropped the entries the locks
+  made stale), whose victims must agree across evictors, as must those of one more call after
+  the timed rounds; every call evicts 16 more leaves of the same tree. The allocator's
+  ``free`` is replaced by a no-op so that the figure is the evictor's data structure, not
+  torch's per-call overhead (reported separately as ``free_ns``). Rows: ``timing``,
+  ``nodes`` (tree nodes, root excluded) and ``leaves`` (evictable leaves when built), and each
+  variant's speed-up over both baselines in the same timing.
 * ``insert``: inserting 1,000-token requests that share 0-900-token prefixes, per matcher.
 """
 
@@ -31,7 +39,8 @@ import operator
 import random
 import statistics
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from time import perf_counter_ns
@@ -88,29 +97,57 @@ class _NullFree(TokenToKVPoolAllocator):
         pass
 
 
-def _interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
-    """Median ns per call of each function, timed round-robin ``reps`` times.
+#: How the benches handle the cyclic garbage collector (printed with the method).
+GC_METHOD = (
+    "garbage collector: collected once before each bench point, then off for the whole point "
+    "and one untimed warm-up round run (never collected between timed calls: a collection "
+    "hands freed memory back to the OS and the next timed call pays the page faults)"
+)
 
-    As ``timeit`` does, the cyclic garbage collector is off during each timed call and run
-    between rounds, so garbage made by one variant is never collected inside another's timing.
-    """
-    times: dict[str, list[int]] = {k: [] for k in fns}
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Collect once, then keep the cyclic garbage collector off for the block (restored after);
+    the caller runs its warm-up after entering (see ``GC_METHOD``)."""
     enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
     try:
-        for _ in range(reps):
-            gc.collect()
-            for name, fn in fns.items():
-                gc.disable()
-                t0 = perf_counter_ns()
-                fn()
-                times[name].append(perf_counter_ns() - t0)
-                gc.enable()
+        yield
     finally:
         if enabled:
             gc.enable()
-        else:
-            gc.disable()
+
+
+def _interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
+    """Median ns per call of each function, timed round-robin ``reps`` times after one untimed
+    warm-up round, with the garbage collector off throughout (``GC_METHOD``)."""
+    times: dict[str, list[int]] = {k: [] for k in fns}
+    with _gc_paused():
+        for fn in fns.values():
+            fn()
+        for _ in range(reps):
+            for name, fn in fns.items():
+                t0 = perf_counter_ns()
+                fn()
+                times[name].append(perf_counter_ns() - t0)
     return {k: float(statistics.median(v)) for k, v in times.items()}
+
+
+def _alone(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
+    """Median ns per call of each function timed alone: one untimed call, then ``reps`` calls
+    back to back, one function after the other, garbage collector off (``GC_METHOD``)."""
+    med: dict[str, float] = {}
+    with _gc_paused():
+        for name, fn in fns.items():
+            fn()
+            times = []
+            for _ in range(reps):
+                t0 = perf_counter_ns()
+                fn()
+                times.append(perf_counter_ns() - t0)
+            med[name] = float(statistics.median(times))
+    return med
 
 
 def _walk(root: TreeNode, key: RadixKey, matcher: Matcher) -> int:
@@ -151,7 +188,10 @@ def bench_match(spec: BenchSpec) -> list[Row]:
             root = _path_tree(length, nodes)
             query = RadixKey(array("q", range(length)))
             a, b = array("q", range(length)), array("q", range(length))
-            fns: dict[str, Callable[[], object]] = {"array==": partial(operator.eq, a, b)}
+            fns: dict[str, Callable[[], object]] = {
+                "bytes==": partial(operator.eq, a.tobytes(), b.tobytes()),  # memcmp
+                "array==": partial(operator.eq, a, b),
+            }
             for name, m in matchers.items():
                 if _walk(root, query, m) != length:
                     raise RuntimeError(f"bench match: {name} did not match the whole key")
@@ -166,7 +206,7 @@ def bench_match(spec: BenchSpec) -> list[Row]:
                         "tokens": length,
                         "variant": name,
                         "median_ns": ns,
-                        "x_array_eq": ns / med["array=="],
+                        "x_bytes_eq": ns / med["bytes=="],
                     }
                 )
     return rows
@@ -198,31 +238,37 @@ def _agreed_victims(caches: dict[str, RadixCache], k: int) -> None:
 
 
 def _evict_point(spec: BenchSpec, nodes: int, evictable: int) -> list[Row]:
-    """Median ns of ``evict(k)`` per evictor on one tree shape, and ratios to both baselines."""
+    """Median ns of ``evict(k)`` per evictor on one tree shape, interleaved and alone (each on
+    trees of its own), and ratios to both baselines within each timing."""
     locked = None if evictable == nodes else evictable
-    caches = {e: _leaf_cache(e, nodes, locked) for e in sorted(EVICTORS)}
-    for c in caches.values():
-        if c.num_nodes != nodes or c.num_evictable_leaves != evictable:
-            raise RuntimeError(f"bench evict: tree is not {nodes} nodes, {evictable} evictable")
-    _agreed_victims(caches, spec.evict_k)  # untimed: drops the entries stale since the locks
-    fns: dict[str, Callable[[], object]] = {
-        e: partial(c.evict, spec.evict_k) for e, c in caches.items()
-    }
-    med = _interleaved(fns, spec.reps)
-    _agreed_victims(caches, spec.evict_k)
-    return [
-        {
-            "bench": "evict",
-            "nodes": nodes,
-            "leaves": evictable,
-            "k": spec.evict_k,
-            "variant": e,
-            "median_ns": ns,
-            "x_faster_than_heapify": med["heapify"] / ns,
-            "x_faster_than_heapify_walk": med["heapify-walk"] / ns,
+    rows: list[Row] = []
+    for timing, timer in (("interleaved", _interleaved), ("alone", _alone)):
+        caches = {e: _leaf_cache(e, nodes, locked) for e in sorted(EVICTORS)}
+        for c in caches.values():
+            if c.num_nodes != nodes or c.num_evictable_leaves != evictable:
+                raise RuntimeError(f"bench evict: tree is not {nodes} nodes, {evictable} evictable")
+        _agreed_victims(caches, spec.evict_k)  # untimed: drops the entries stale since the locks
+        fns: dict[str, Callable[[], object]] = {
+            e: partial(c.evict, spec.evict_k) for e, c in caches.items()
         }
-        for e, ns in med.items()
-    ]
+        med = timer(fns, spec.reps)
+        _agreed_victims(caches, spec.evict_k)
+        del caches, fns
+        rows += [
+            {
+                "bench": "evict",
+                "timing": timing,
+                "nodes": nodes,
+                "leaves": evictable,
+                "k": spec.evict_k,
+                "variant": e,
+                "median_ns": ns,
+                "x_faster_than_heapify": med["heapify"] / ns,
+                "x_faster_than_heapify_walk": med["heapify-walk"] / ns,
+            }
+            for e, ns in med.items()
+        ]
+    return rows
 
 
 def bench_evict(spec: BenchSpec) -> list[Row]:
@@ -231,20 +277,23 @@ def bench_evict(spec: BenchSpec) -> list[Row]:
         rows += _evict_point(spec, n, n)
     for nodes, evictable in spec.evict_locked:
         rows += _evict_point(spec, nodes, evictable)
-    alloc = TokenToKVPoolAllocator(1 << 16, check_repeats=False)
+    alloc = TokenToKVPoolAllocator(1 << 16, debug=False)  # as the simulator runs it
     slots = [alloc.alloc(1) for _ in range(spec.reps * 64)]
-    t0 = perf_counter_ns()
-    for s in slots:
-        assert s is not None
-        alloc.free(s)
+    with _gc_paused():
+        t0 = perf_counter_ns()
+        for s in slots:
+            assert s is not None
+            alloc.free(s)
+        ns = (perf_counter_ns() - t0) / len(slots)
     rows.append(
         {
             "bench": "evict",
+            "timing": "alone",
             "nodes": 0,
             "leaves": 0,
             "k": 1,
             "variant": "free_ns (real allocator, per victim)",
-            "median_ns": (perf_counter_ns() - t0) / len(slots),
+            "median_ns": ns,
             "x_faster_than_heapify": float("nan"),
             "x_faster_than_heapify_walk": float("nan"),
         }
@@ -262,13 +311,15 @@ def bench_insert(spec: BenchSpec) -> list[Row]:
     value = torch.arange(1000, dtype=torch.int64)
     rows: list[Row] = []
     times: dict[str, list[int]] = {m: [] for m in sorted(MATCHERS)}
-    for _ in range(max(1, spec.reps // 3)):
-        for m in times:
-            cache = RadixCache(None, TokenToKVPoolAllocator(1), CacheConfig(matcher=m))
-            t0 = perf_counter_ns()
-            for k in keys:
-                cache.insert(k, value)
-            times[m].append((perf_counter_ns() - t0) // len(keys))
+    with _gc_paused():
+        for r in range(max(1, spec.reps // 3) + 1):  # round 0: warm-up, untimed
+            for m in times:
+                cache = RadixCache(None, TokenToKVPoolAllocator(1), CacheConfig(matcher=m))
+                t0 = perf_counter_ns()
+                for k in keys:
+                    cache.insert(k, value)
+                if r:
+                    times[m].append((perf_counter_ns() - t0) // len(keys))
     for m, v in times.items():
         rows.append(
             {
