@@ -43,10 +43,21 @@ NO_TOKEN, OTHER, CONTINUE = "no_token", "other", "continue"
 class PrefillAdder:
     """One admission round. ``running``: the decode batch; ``ratio``: ``new_token_ratio``."""
 
-    def __init__(self, cfg: SimConfig, cache: RadixCache, running: list[Req], ratio: float) -> None:
+    def __init__(
+        self,
+        cfg: SimConfig,
+        cache: RadixCache,
+        running: list[Req],
+        ratio: float,
+        remaining: list[int] | None = None,
+    ) -> None:
+        """``remaining``: output tokens each running request has still to sample, in batch
+        order (default: read from ``running``'s ``output_len - len(output_ids)``)."""
         self.cfg, self.cache = cfg, cache
         clip = cfg.clip_max_new_tokens
-        self.offset = sum(min(r.output_len - len(r.output_ids), clip) * ratio for r in running)
+        if remaining is None:
+            remaining = [r.output_len - len(r.output_ids) for r in running]
+        self.offset = sum(min(left, clip) * ratio for left in remaining)
         self.rem_input = cfg.max_prefill_tokens
         self.rem_chunk = cfg.chunked_prefill_size
         self.page_size = cfg.page_size

@@ -4,9 +4,12 @@ Modeled on ``ScheduleBatch.prepare_for_extend`` / ``prepare_for_decode`` of sgla
 (``sglang/srt/managers/schedule_batch.py``; the ``req_to_token`` writes of ``alloc_for_extend`` /
 ``alloc_for_decode_default`` in ``sglang/srt/mem_cache/allocation.py``): host-side lists become
 int64 tensors on the device and ``req_to_token`` rows are written. Only the tensors below are
-built (no sampling, logprob, multimodal or speculative state), and the rows are written with
-torch indexing where 0.5.23 uses a triton kernel when the attention backend allows
-(``write_req_to_token_pool_triton``). On CUDA the host tensors are pinned and copied with
+built (no sampling, logprob, multimodal or speculative state), and the rows are written by
+indexing (on the CPU through numpy views of the same memory, on CUDA with torch) where 0.5.23
+uses a triton kernel when the attention backend allows (``write_req_to_token_pool_triton``).
+The decode batch's per-request values come from the scheduler's running arrays
+(``sim.running``), as 0.5.23 keeps ``seq_lens`` / ``output_ids`` on the batch between steps.
+On CUDA the host tensors are pinned and copied with
 ``non_blocking=True``; ``build_*`` synchronizes before returning, so a timer around the call
 measures the finished copy. The input-id flatteners are the variants under test: ``numpy`` is
 0.5.23's, ``chain`` and ``sum`` earlier SGLang's.
@@ -85,6 +88,8 @@ class BatchBuilder:
         self.device = pool.device
         self.flatten = FLATTENERS[flatten]
         self.cuda = self.device.type == "cuda"
+        self._table: torch.Tensor | None = None
+        self._table_view = np.empty((0, 0), dtype=np.int32)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         if self.cuda:
@@ -95,15 +100,63 @@ class BatchBuilder:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
+    def _table_np(self) -> np.ndarray:
+        """``req_to_token`` as a numpy view (CPU only: same memory, no copy)."""
+        table = self.pool.req_to_token
+        if self._table is not table:
+            self._table, self._table_view = table, table.numpy()
+        return self._table_view
+
     def build_extend(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
         """Extend (prefill) batch. ``out_cache_loc``: int64 ``[sum extend]`` slots on the device,
         in request order. Writes ``req_to_token[row, :seq_len]`` (prefix slots, then new ones).
         Reads ``req.prefix_indices``, ``req.fill_ids`` (the tokens whose KV this step leaves
         written: input, plus outputs after a retraction, cut to the chunk in chunked prefill),
-        ``req.req_pool_idx``."""
+        ``req.req_pool_idx``. On the CPU the lengths, positions and row writes go through numpy
+        views of the same memory (no per-element Python, no small-tensor dispatch); on CUDA
+        through torch ops on the device. Same tensors either way."""
         prefix = [r.prefix_indices.numel() for r in reqs]
         seq = [len(r.fill_ids) for r in reqs]
         input_ids = self._to_device(self.flatten([r.fill_ids[p:] for r, p in zip(reqs, prefix)]))
+        if self.cuda:
+            return self._extend_torch(reqs, prefix, seq, input_ids, out_cache_loc)
+        meta = np.array([prefix, seq, [r.req_pool_idx for r in reqs]], dtype=np.int64)
+        ext = meta[1] - meta[0]
+        total = int(out_cache_loc.numel())
+        if len(reqs) == 1:
+            positions = np.arange(prefix[0], seq[0], dtype=np.int64)
+        else:  # prefix_len .. seq_len-1 of each request, concatenated
+            starts = np.cumsum(ext) - ext
+            positions = np.arange(total, dtype=np.int64) - np.repeat(starts - meta[0], ext)
+        table = self._table_np()
+        loc = out_cache_loc.numpy()
+        off = 0
+        for r, p, s in zip(reqs, prefix, seq):
+            row = table[r.req_pool_idx]
+            if p:
+                row[:p] = r.prefix_indices.numpy()
+            row[p:s] = loc[off : off + s - p]
+            off += s - p
+        m = torch.from_numpy(meta)
+        return ScheduleBatch(
+            "extend",
+            input_ids,
+            m[1],
+            m[0],
+            torch.from_numpy(ext),
+            m[2],
+            out_cache_loc,
+            torch.from_numpy(positions),
+        )
+
+    def _extend_torch(
+        self,
+        reqs: Sequence[Req],
+        prefix: list[int],
+        seq: list[int],
+        input_ids: torch.Tensor,
+        out_cache_loc: torch.Tensor,
+    ) -> ScheduleBatch:
         meta = self._to_device(
             torch.tensor([prefix, seq, [r.req_pool_idx for r in reqs]], dtype=torch.int64)
         )
@@ -127,23 +180,47 @@ class BatchBuilder:
             "extend", input_ids, seq_lens, prefix_lens, extend_lens, rows, out_cache_loc, positions
         )
 
-    def build_decode(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> ScheduleBatch:
+    def build_decode(
+        self,
+        reqs: Sequence[Req],
+        out_cache_loc: torch.Tensor,
+        meta: np.ndarray | None = None,
+    ) -> ScheduleBatch:
         """Decode batch: one new token per request (its last output token), KV written at
-        position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``."""
-        meta = self._to_device(
-            torch.tensor(
+        position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``.
+        ``meta``: int64 ``[3, bs]`` (last output token, ``seq_len``, ``req_pool_idx`` per
+        request), the scheduler's running arrays as 0.5.23's ``ScheduleBatch`` keeps them
+        between steps; when ``None`` it is read from ``reqs``. Not mutated (the batch's tensors
+        may view it)."""
+        if meta is None:
+            meta = np.array(
                 [
                     [r.output_ids[-1] for r in reqs],
                     [r.seq_len for r in reqs],
                     [r.req_pool_idx for r in reqs],
                 ],
-                dtype=torch.int64,
+                dtype=np.int64,
+            ).reshape(3, len(reqs))
+        if self.cuda:
+            m = self._to_device(torch.from_numpy(meta))
+            input_ids, positions, rows = m[0], m[1], m[2]
+            self.pool.req_to_token[rows, positions] = out_cache_loc.to(torch.int32)
+            ones = torch.ones_like(positions)
+            self._sync()
+            return ScheduleBatch(
+                "decode", input_ids, positions + 1, positions, ones, rows, out_cache_loc, positions
             )
-        )
-        input_ids, positions, rows = meta[0], meta[1], meta[2]
-        self.pool.req_to_token[rows, positions] = out_cache_loc.to(torch.int32)
-        ones = torch.ones_like(positions)
-        self._sync()
+        table = self._table_np()
+        table[meta[2], meta[1]] = out_cache_loc.numpy()
+        m = torch.from_numpy(meta)
+        positions = m[1]
         return ScheduleBatch(
-            "decode", input_ids, positions + 1, positions, ones, rows, out_cache_loc, positions
+            "decode",
+            m[0],
+            torch.from_numpy(meta[1] + 1),
+            positions,
+            torch.from_numpy(np.ones(meta.shape[1], dtype=np.int64)),
+            m[2],
+            out_cache_loc,
+            positions,
         )

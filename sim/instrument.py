@@ -42,10 +42,13 @@ _COLUMNS = (
 
 
 class OpRecorder:
-    """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table)."""
+    """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table).
+
+    One tuple per operation, in ``_COLUMNS`` order, appended to ``records`` (one append per op:
+    the recorder is on the path of every cache call); ``rows`` / ``frame`` give the columns."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+        self.records: list[tuple[Any, ...]] = []
         self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
         self.stack: list[str] = []  # ops of the timed calls in progress, innermost last
         self.charge_ns = 0  # top-level timed ns since the scheduler last took them
@@ -69,22 +72,22 @@ class OpRecorder:
     ) -> None:
         if self.depth == 0:
             self.charge_ns += ns
-        r = self.rows
-        r["op"].append(op)
-        r["ns"].append(ns)
-        r["key_len"].append(key_len)
-        r["result"].append(result)
-        r["tree_nodes"].append(tree_nodes)
-        r["tree_tokens"].append(tree_tokens)
-        r["evictable_leaves"].append(evictable_leaves)
-        r["sim_time_s"].append(sim_time_s)
+        self.records.append(
+            (op, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves, sim_time_s)
+        )
 
     def __len__(self) -> int:
-        return len(self.rows["op"])
+        return len(self.records)
+
+    @property
+    def rows(self) -> dict[str, list[Any]]:
+        """The records by column (a fresh dict of lists, ``_COLUMNS`` order)."""
+        cols = list(zip(*self.records)) if self.records else [()] * len(_COLUMNS)
+        return {c: list(v) for c, v in zip(_COLUMNS, cols)}
 
     def frame(self, variant: str) -> pd.DataFrame:
         """The records as a DataFrame with a ``variant`` column first."""
-        df = pd.DataFrame({c: self.rows[c] for c in _COLUMNS})
+        df = pd.DataFrame(self.rows)
         for c in ("ns", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"):
             df[c] = df[c].astype("int64")
         df["sim_time_s"] = df["sim_time_s"].astype("float64")
@@ -100,6 +103,8 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
     computed, 0); ``result`` is the matched / already-cached / evicted tokens or the size delta.
     """
     cls = type(cache)
+    # ``rec.stack`` (ops in progress) is only read by the SGLang wrappers below.
+    track_stack = isinstance(cache, SGLangCache)
 
     def timed(
         op: str, key_len: Callable[..., int], result: Callable[[Any], int]
@@ -107,9 +112,28 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
         """``cls.<op>`` timed alone: statistics, key length and result are read outside the
         timer; ``rec.depth`` marks nesting (coupled clock counts top-level calls only)."""
         method = getattr(cls, op)
+        append = rec.records.append
+        total_size = cache.total_size
+        if not track_stack:
+
+            def fast(*args: Any) -> Any:
+                n, t, lv = cache.num_nodes, total_size(), cache.num_evictable_leaves
+                rec.depth += 1
+                t0 = perf_counter_ns()
+                try:
+                    res = method(cache, *args)
+                finally:
+                    ns = perf_counter_ns() - t0
+                    rec.depth -= 1
+                if not rec.depth:
+                    rec.charge_ns += ns
+                append((op, ns, key_len(*args), result(res), n, t, lv, clock()))
+                return res
+
+            return fast
 
         def call(*args: Any) -> Any:
-            n, t, lv = cache.num_nodes, cache.total_size(), cache.num_evictable_leaves
+            n, t, lv = cache.num_nodes, total_size(), cache.num_evictable_leaves
             rec.depth += 1
             rec.stack.append(op)
             t0 = perf_counter_ns()
@@ -139,7 +163,45 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
     cache.release = timed("release", lambda r, owned, ckpt: owned, lambda _: 0)
     if isinstance(cache, SGLangCache):
         _instrument_sglang_inner(cache, rec, clock)
+    else:
+        _time_evict_free(cache, rec)
     return cache
+
+
+def _time_evict_free(cache: RadixCache, rec: OpRecorder) -> None:
+    """After every ``evict`` row, record an ``evict_kv_free`` row: the ns spent in the KV
+    allocator's ``free`` (``TokenToKVPoolAllocator.free``, one call per evicted leaf, as
+    SGLang's ``_delete_leaf``) inside that evict call, so the reports can give the evictor's
+    own time (``evict`` ns minus ``evict_kv_free`` ns) apart from the KV free. Its other
+    columns repeat the evict row's; it is part of the evict's ns already, so never charged to
+    the coupled clock again. Wraps ``cache.allocator.free`` and ``cache.evict`` on the
+    instances (a ``free`` outside an evict is not timed)."""
+    alloc = cache.allocator
+    free = alloc.free
+    timed_evict = cache.evict
+    state = [False, 0]  # inside an evict; free ns summed in it
+
+    def timed_free(indices: Any) -> Any:
+        if not state[0]:
+            return free(indices)
+        t0 = perf_counter_ns()
+        try:
+            return free(indices)
+        finally:
+            state[1] += perf_counter_ns() - t0
+
+    def evict(num_tokens: int) -> Any:
+        state[0], state[1] = True, 0
+        try:
+            res = timed_evict(num_tokens)
+        finally:
+            state[0] = False
+        row = rec.records[-1]  # the evict row ``timed`` just appended
+        rec.records.append(("evict_kv_free", state[1], *row[2:]))
+        return res
+
+    alloc.free = timed_free
+    cache.evict = evict
 
 
 def _instrument_sglang_inner(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter_ns
 from typing import Any
 
+import numpy as np
 import torch
 
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
@@ -95,30 +96,42 @@ class SlotAllocator:
         return self._timed(total, alloc.alloc_extend, lens[0], lens[1], last_loc, total)
 
     # ------------------------------------------------------------------ decode
-    def new_pages_next_decode(self, reqs: Sequence[Req]) -> int:
+    def new_pages_next_decode(self, reqs: Sequence[Req], seq_lens: np.ndarray | None = None) -> int:
         """Pages (page_size 1: slots) the next decode step of ``reqs`` opens: the requests
         whose next token starts a page, ``seq_len % page_size == 0`` (sglang 0.5.23
         ``ScheduleBatch.new_tokens_required_next_decode`` without speculative decoding, which
-        returns these pages times ``page_size``: ``kv_committed_len % page_size == 0``)."""
+        returns these pages times ``page_size``: ``kv_committed_len % page_size == 0``).
+        ``seq_lens``: int64 ``[bs]``, the requests' ``seq_len`` when given (the scheduler's
+        running arrays), else read from ``reqs``."""
         ps = self.page_size
         if ps == 1:
             return len(reqs)
+        if seq_lens is not None:
+            return int(np.count_nonzero(seq_lens % ps == 0))
         return sum(1 for r in reqs if r.seq_len % ps == 0)
 
-    def decode_fits(self, reqs: Sequence[Req]) -> bool:
+    def decode_fits(self, reqs: Sequence[Req], seq_lens: np.ndarray | None = None) -> bool:
         """sglang 0.5.23 ``ScheduleBatch.check_decode_mem`` (->
         ``BaseTokenToKVPoolAllocator.check_decode_capacity``): evict if needed (see
         ``evict_if_needed`` for the amount), then whether the free slots cover the pages the next
-        decode step of ``reqs`` opens. Mutates the tree and the pool."""
-        need = self.new_pages_next_decode(reqs) * self.page_size
+        decode step of ``reqs`` opens (``seq_lens``: as ``new_pages_next_decode``). Mutates the
+        tree and the pool."""
+        need = self.new_pages_next_decode(reqs, seq_lens) * self.page_size
         self.evict_if_needed(need)
         return self.allocator.available_size() >= need
 
-    def decode(self, reqs: Sequence[Req]) -> torch.Tensor:
+    def decode(
+        self,
+        reqs: Sequence[Req],
+        seq_lens: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+    ) -> torch.Tensor:
         """One slot per request for the token at position ``req.seq_len``: int64 ``[bs]`` on
         the device (page_size > 1: ``last_loc + 1``, or the first slot of a new page when the
         token starts one; ``last_loc = req_to_token[row, seq_len - 1]``). Raises
-        ``RuntimeError`` if the pool cannot hold them even after eviction."""
+        ``RuntimeError`` if the pool cannot hold them even after eviction. ``seq_lens`` /
+        ``rows``: int64 ``[bs]``, the requests' ``seq_len`` / ``req_pool_idx`` when given (the
+        scheduler's running arrays), else read from ``reqs``."""
         bs = len(reqs)
         if self.page_size == 1:
             self.evict_if_needed(bs)
@@ -126,9 +139,12 @@ class SlotAllocator:
         alloc = self.allocator
         assert isinstance(alloc, PagedTokenToKVPoolAllocator)
         self.evict_if_needed(bs * self.page_size)
-        meta = torch.tensor(
-            [[r.req_pool_idx for r in reqs], [r.seq_len for r in reqs]], dtype=torch.int64
-        ).to(alloc.device)
+        if seq_lens is not None and rows is not None:
+            meta = torch.from_numpy(np.stack((rows, seq_lens))).to(alloc.device)
+        else:
+            meta = torch.tensor(
+                [[r.req_pool_idx for r in reqs], [r.seq_len for r in reqs]], dtype=torch.int64
+            ).to(alloc.device)
         last_loc = self.pool.req_to_token[meta[0], meta[1] - 1].to(torch.int64)
         return self._timed(bs, alloc.alloc_decode, meta[1] + 1, last_loc)
 

@@ -49,6 +49,7 @@ from radixbench.sim.config import SimConfig
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_alloc import SlotAllocator
 from radixbench.sim.request import Req
+from radixbench.sim.running import RunningArrays
 from radixbench.sim.sched_policy import SchedPolicy
 from radixbench.sim.timeseries import StepLog
 from radixbench.workloads.tokens import output_tokens
@@ -78,7 +79,7 @@ class Scheduler:
         self.policy = SchedPolicy(cfg.sched_policy, cache, cfg.seed)
         self.steps = StepLog()
         self.waiting: deque[Req] = deque()
-        self.running: list[Req] = []
+        self.arr = RunningArrays()  # the running batch; its Req fields are synced lazily
         self.chunked_req: Req | None = None
         self.new_token_ratio = cfg.init_new_token_ratio
         self.retractions = 0
@@ -90,8 +91,17 @@ class Scheduler:
         self.capacity = allocator.size  # tokens: whole pages only when paged
         self.before_step: Callable[[Scheduler], None] | None = None
 
+    @property
+    def running(self) -> list[Req]:
+        """The running (decode) batch, in order. Its requests' ``seq_len`` / ``output_ids`` /
+        ``token_s`` may lag behind (``self.arr``): call ``self.arr.sync()`` before reading
+        them."""
+        return self.arr.reqs
+
     def live_requests(self) -> list[Req]:
-        """Requests holding KV between steps: the running batch and the chunked request."""
+        """Requests holding KV between steps: the running batch and the chunked request
+        (their fields brought up to date)."""
+        self.arr.sync()
         return self.running + ([self.chunked_req] if self.chunked_req is not None else [])
 
     # ------------------------------------------------------------------ events
@@ -110,12 +120,12 @@ class Scheduler:
 
     # ------------------------------------------------------------------ helpers
     def _timed_build(
-        self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor
+        self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor, *extra: Any
     ) -> None:
         c = self.cache
         n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
-        fn(reqs, loc)
+        fn(reqs, loc, *extra)
         self.rec.add(
             op, perf_counter_ns() - t0, int(loc.numel()), len(reqs), n, t, lv, self.env.now
         )
@@ -127,20 +137,22 @@ class Scheduler:
 
     def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float) -> None:
         c, cap = self.cache, self.capacity
-        self.steps.add(
-            sim_time_s=float(self.env.now),
-            step=step,
-            batch_size=bs,
-            new_tokens=new,
-            step_s=step_s,
-            measured_cpu_s=cpu_s,
-            queue_len=len(self.waiting),
-            running=len(self.running),
-            kv_used_tokens=cap - self.allocator.available_size(),
-            kv_capacity_tokens=cap,
-            evictable_tokens=c.evictable_size(),
-            protected_tokens=c.protected_size(),
-            retractions=self.retractions,
+        self.steps.append(  # StepLog column order
+            (
+                float(self.env.now),
+                step,
+                step_s,
+                cpu_s,
+                bs,
+                new,
+                len(self.waiting),
+                len(self.arr.reqs),
+                cap - self.allocator.available_size(),
+                cap,
+                c.evictable_size(),
+                c.protected_size(),
+                self.retractions,
+            )
         )
 
     def _reject(self, req: Req) -> None:
@@ -153,7 +165,9 @@ class Scheduler:
         cfg = self.cfg
         if self.chunked_req is None and (not self.waiting or not self.admission_dirty):
             return []
-        adder = PrefillAdder(cfg, self.cache, self.running, self.new_token_ratio)
+        adder = PrefillAdder(
+            cfg, self.cache, self.running, self.new_token_ratio, self.arr.remaining()
+        )
         if self.chunked_req is not None:
             self.chunked_req = adder.add_chunked_req(self.chunked_req)
             if not adder.has_budget():
@@ -228,6 +242,7 @@ class Scheduler:
         yield self.env.timeout(step_s)
         now = self.env.now
         cache = self.cache
+        joined: list[Req] = []
         for r in batch:
             n = r.seq_len = len(r.fill_ids)
             more_chunks = r is self.chunked_req
@@ -244,13 +259,15 @@ class Scheduler:
                 self._finish(r)
             else:
                 cache.checkpoint(r, n)  # 0.5.23 checkpoint_kv_cache: others can match it now
-                self.running.append(r)
+                joined.append(r)
+        self.arr.add(joined)  # the running batch, after the requests already in it
 
     def _retract_decode(self) -> None:
         """sglang 0.5.23 ``ScheduleBatch.retract_decode`` (default ``retraction_policy``):
         retract until the rest can decode. Where the last request still cannot, 0.5.23 aborts
         it; here that raises ``RuntimeError``."""
-        running = self.running
+        self.arr.sync()
+        running = list(self.running)
         order = sorted(
             range(len(running)),
             key=lambda i: (len(running[i].output_ids), -running[i].input_len),
@@ -268,7 +285,7 @@ class Scheduler:
             self.cache.release(req, req.seq_len, False)
             self.slots.evict_if_needed(len(order) * self.cfg.retract_decode_steps)
             req.reset_for_retract()
-        self.running = [running[i] for i in order]
+        self.arr.reset([running[i] for i in order])
         decoded = sum(len(r.output_ids) for r in self.running)
         max_new = sum(r.output_len for r in self.running)
         steps = self.cfg.retract_decode_steps
@@ -278,39 +295,39 @@ class Scheduler:
         self.admission_dirty = True
 
     def _decode(self) -> Generator[simpy.Event, Any, None]:
-        if not self.slots.decode_fits(self.running):
+        """One decode step of the running batch. Per-request state advances in
+        ``self.arr`` (numpy, O(1) calls per step); a request's ``Req`` fields are synced when
+        it finishes, as the per-request loop of 0.5.23's ``process_batch_result_decode``
+        would have left them."""
+        arr = self.arr
+        paged = self.slots.page_size > 1
+        if not self.slots.decode_fits(arr.reqs, arr.seq_now() if paged else None):
             self._retract_decode()
         else:
             cfg = self.cfg
             self.new_token_ratio = max(
                 self.new_token_ratio - cfg.new_token_ratio_decay, cfg.min_new_token_ratio
             )
-        running = self.running
-        loc = self.slots.decode(running)
-        self._timed_build("build_decode", self.builder.build_decode, running, loc)
-        context = sum(r.seq_len for r in running) + len(running)
-        step_s, cpu_s = self._step_time(self.cfg.cost.decode_time(len(running), context))
-        self._log("decode", len(running), len(running), step_s, cpu_s)
+        running = arr.reqs
+        bs = len(running)
+        loc = self.slots.decode(running, arr.seq_now() if paged else None, arr.rows)
+        meta = arr.decode_inputs()
+        self._timed_build("build_decode", self.builder.build_decode, running, loc, meta)
+        context = arr.seq_total + bs
+        step_s, cpu_s = self._step_time(self.cfg.cost.decode_time(bs, context))
+        self._log("decode", bs, bs, step_s, cpu_s)
         yield self.env.timeout(step_s)
-        now = self.env.now
-        still: list[Req] = []
-        keep = still.append
-        for r in running:
-            r.seq_len += 1
-            out = r.output_ids
-            n = len(out)
-            out.append(r.output_plan[n])
-            r.token_s.append(now)
-            if n + 1 >= r.output_len:
-                self._finish(r)
-            else:
-                keep(r)
-        self.running = still
+        done = arr.advance(self.env.now)
+        if done:
+            for i in done:  # batch order, as the per-request loop
+                self._finish(arr.sync_one(i))
+            arr.drop(done)
 
     def loop(self) -> Generator[simpy.Event, Any, None]:
         """The simpy process: runs until arrivals are closed and every request is done."""
         while True:
             if self.before_step is not None:
+                self.arr.sync()
                 self.before_step(self)
             batch = self._get_new_batch_prefill()
             if batch:

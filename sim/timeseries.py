@@ -30,18 +30,29 @@ class StepLog:
     """
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
+        self.records: list[tuple[Any, ...]] = []
 
     def add(self, **row: Any) -> None:
         """Append one step; every column of the contract must be given (``KeyError``)."""
-        for c in _COLUMNS:
-            self.rows[c].append(row[c])
+        self.records.append(tuple(row[c] for c in _COLUMNS))
+
+    def append(self, row: tuple[Any, ...]) -> None:
+        """Append one step given as a tuple in column order: ``sim_time_s, step, step_s,
+        measured_cpu_s, batch_size, new_tokens, queue_len, running, kv_used_tokens,
+        kv_capacity_tokens, evictable_tokens, protected_tokens, retractions``."""
+        self.records.append(row)
+
+    @property
+    def rows(self) -> dict[str, list[Any]]:
+        """The steps by column (a fresh dict of lists)."""
+        cols = list(zip(*self.records)) if self.records else [()] * len(_COLUMNS)
+        return {c: list(v) for c, v in zip(_COLUMNS, cols)}
 
     def __len__(self) -> int:
-        return len(self.rows["step"])
+        return len(self.records)
 
     def frame(self, variant: str) -> pd.DataFrame:
-        df = pd.DataFrame({c: self.rows[c] for c in _COLUMNS})
+        df = pd.DataFrame(self.rows)
         for c in _INT:
             df[c] = df[c].astype("int64")
         for c in ("sim_time_s", "step_s", "measured_cpu_s"):

@@ -35,7 +35,8 @@ def test_all_requests_finish_and_times_are_ordered(trace100, small_cfg) -> None:
         "dec_lock_ref",
         "alloc",
     } <= set(ops["op"])
-    assert (ops["ns"] > 0).all()
+    timed = ops[ops.op != "evict_kv_free"]  # KV free inside an evict: 0 ns when none freed
+    assert (timed["ns"] > 0).all() and (ops["ns"] >= 0).all()
     assert (ops.loc[ops.op == "insert", "key_len"] > 0).all()
 
 
