@@ -1,0 +1,184 @@
+"""Study statistics, crossover, rendering and the PR #6907 check (reports.study*)."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.pr6907 import fit_per_leaf_ns, leaves_for_cost, pr6907_section
+from radixbench.reports.study import (
+    block_throughput_ratio,
+    crossover,
+    paired_stat_ratio,
+    point_rows,
+)
+from radixbench.reports.study_render import crossover_table, write_study
+
+
+def test_paired_stat_ratio_is_the_ratio_of_the_statistic_with_a_ci() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.exponential(1.0, 400)
+    r, lo, hi = paired_stat_ratio(base, base / 2, partial(np.quantile, q=0.99))
+    assert r == pytest.approx(2.0) and lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    r, lo, hi = paired_stat_ratio(base, base * rng.uniform(0.9, 1.1, 400), np.mean, seed=3)
+    assert lo < r < hi and lo < 1.0 < hi
+    assert paired_stat_ratio(base, base * 1.1, np.mean, seed=3) == paired_stat_ratio(
+        base, base * 1.1, np.mean, seed=3
+    )
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_stat_ratio(base, base[:-1], np.mean)
+    assert np.isnan(paired_stat_ratio(np.array([np.nan]), np.array([1.0]), np.mean)[0])
+
+
+def test_block_throughput_ratio_compares_durations_of_the_same_requests() -> None:
+    arrival = np.arange(100, dtype=float)  # 20 blocks of 5: arrivals span 4 s in each block
+    r, lo, hi = block_throughput_ratio(arrival, arrival + 2.0, arrival + 1.0)
+    assert r == pytest.approx(6 / 5) and lo == pytest.approx(6 / 5) and hi == pytest.approx(6 / 5)
+    # one slow block only: the ratio moves, and the interval covers it
+    slow = arrival + np.where(arrival < 5, 10.0, 1.0)
+    r, lo, hi = block_throughput_ratio(arrival, slow, arrival + 1.0)
+    assert r == pytest.approx((14 + 19 * 5) / (20 * 5)) and lo <= r <= hi and lo < hi
+    same = block_throughput_ratio(arrival, arrival + 1.0, arrival + 1.0)
+    assert same == pytest.approx((1.0, 1.0, 1.0))
+
+
+def _points(ratios, los, xs=(10, 100, 1000, 10000)) -> pd.DataFrame:
+    return pd.DataFrame({"x": xs, "m_ratio": ratios, "m_lo": los})
+
+
+def test_crossover_first_point_above_the_line_and_log_interpolation() -> None:
+    c = crossover(_points([1.0, 1.005, 1.05, 1.2], [0.99, 0.99, 1.03, 1.1]), "m", "x")
+    assert c["x_first"] == 1000 and c["x_max"] == 10000
+    # 1.01 lies 1/9 of the way from 1.005 to 1.05, in log x between 100 and 1000
+    assert c["x_interp"] == pytest.approx(10 ** (2 + 1 / 9))
+    # a point estimate above the line whose CI is not does not count
+    assert crossover(_points([1.2] * 4, [1.0] * 4), "m", "x")["x_first"] is None
+    below = crossover(_points([1.2] * 4, [1.1] * 4), "m", "x")
+    assert below["x_first"] == 10 and below["x_interp"] is None
+    # a lone noisy point above the line, then below it again: not the crossover
+    blip = crossover(_points([1.2, 0.9, 1.1, 1.2], [1.1, 0.8, 1.05, 1.1]), "m", "x")
+    assert blip["x_first"] == 1000
+    assert (
+        crossover(_points([1.2, 1.2, 1.2, 1.0], [1.1, 1.1, 1.1, 0.9]), "m", "x")["x_first"] is None
+    )
+
+
+def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):
+    """Two variants; the candidate's TTFT/E2E are ``speedup`` x shorter after t = 10 s; the
+    baseline's evict calls see ``leaves`` evictable leaves."""
+    rid = np.arange(n)
+    arrival = rid * 0.1
+    reqs = []
+    for v, k in (("base", 1.0), ("cand", speedup)):
+        ttft = np.where(arrival >= 10, 0.2 / k, 0.2)
+        reqs.append(
+            pd.DataFrame(
+                {
+                    "variant": v,
+                    "rid": rid,
+                    "arrival_s": arrival,
+                    "ttft_s": ttft,
+                    "e2e_s": ttft * 3,
+                    "first_token_s": arrival + ttft,
+                    "finish_s": arrival + ttft * 3,
+                    "status": "finished",
+                }
+            )
+        )
+    ops = pd.DataFrame(
+        {
+            "variant": ["base"] * 50 + ["cand"] * 50,
+            "op": "evict",
+            "ns": [leaves * 1000] * 50 + [1000] * 50,
+            "key_len": 0,
+            "result": 16,
+            "tree_nodes": 2 * leaves,
+            "evictable_leaves": leaves,
+            "sim_time_s": np.tile(np.linspace(10, 19, 50), 2),
+        }
+    )
+    ts = pd.DataFrame(
+        {
+            "variant": ["base"] * 20 + ["cand"] * 20,
+            "sim_time_s": np.tile(np.arange(20.0), 2),
+            "step_s": 0.01,
+            "measured_cpu_s": [0.005] * 20 + [0.001] * 20,
+        }
+    )
+    return pd.concat(reqs, ignore_index=True), ops, ts
+
+
+def test_point_rows_measure_the_window_after_the_first_evict() -> None:
+    req, ops, ts = _tables()
+    (row,) = point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"])
+    assert row["window_start_s"] == 10.0 and row["n_requests"] == 100
+    assert row["evictable_leaves"] == 500 and row["tree_nodes"] == 1000
+    assert row["evicts_per_request"] == pytest.approx(0.5)
+    assert row["ttft_p50_ratio"] == pytest.approx(2.0)
+    assert row["ttft_p99_ratio"] == pytest.approx(2.0) and row["ttft_p99_lo"] > 1.9
+    assert row["op_ratio"] == pytest.approx(500.0)
+    assert row["cache_share_base"] == pytest.approx(0.5) and row[
+        "cache_share_cand"
+    ] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="not in the point"):
+        point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["nope"])
+    with pytest.raises(ValueError, match="unknown study family"):
+        point_rows(req, ops, ts, family="nope", baseline="base", candidates=["cand"])
+
+
+def _study_rows() -> pd.DataFrame:
+    rows = []
+    for i, (leaves, speedup) in enumerate(((100, 1.0), (1000, 1.001), (10000, 1.5))):
+        req, ops, ts = _tables(speedup=speedup, leaves=leaves)
+        for r in point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"]):
+            r.update(point=i, requests=200, kv_capacity_tokens=1000 * leaves, point_wall_s=1.0)
+            r["candidate"] = "persistent-heap"
+            rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path) -> None:
+    points = _study_rows()
+    meta = {
+        "name": "eviction",
+        "mode": "quick",
+        "family": "eviction",
+        "description": "d",
+        "scenario": "eviction-pressure",
+        "baseline": "heapify",
+        "candidates": ("persistent-heap",),
+        "wall_s": 1.0,
+    }
+    out = write_study(tmp_path, points, meta)
+    for f in ("points.parquet", "points.csv", "crossover.csv", "study.md"):
+        assert (tmp_path / f).is_file()
+    assert out["plot"].is_file() and out["plot"].with_suffix(".svg").is_file()
+    cross = crossover_table(points, "eviction")
+    ttft = cross[cross["metric"] == "ttft_p50"].iloc[0]
+    assert ttft["x_first"] == 10000
+    text = (tmp_path / "study.md").read_text()
+    assert "> 1 % better from 10,000 evictable leaves" in text
+    assert "PR #6907" in text and "−82 ms" in text
+
+
+def test_pr6907_leaves_needed_by_log_log_interpolation() -> None:
+    assert fit_per_leaf_ns(np.array([1000, 2000]), np.array([2e6, 4e6])) == pytest.approx(2000)
+    # cost ~ leaves^2 between the points: 1e7 ns lies at 10^3.5 leaves
+    got, ex = leaves_for_cost(np.array([1000.0, 10000.0]), np.array([1e6, 1e8]), 1e7)
+    assert got == pytest.approx(10**3.5) and not ex
+    got, ex = leaves_for_cost(np.array([1000.0, 10000.0]), np.array([1e6, 1e8]), 1e10)
+    assert got == pytest.approx(1e5) and ex
+    assert np.isnan(leaves_for_cost(np.array([1.0]), np.array([1.0]), 1.0)[0])
+    text = "\n".join(pr6907_section(_study_rows()))
+    # the fixture saves 1,000 x (leaves - 1) ns per call: 82 ms at 1 call per request lies
+    # beyond its largest tree (10,000 leaves), so the figure is extrapolated
+    need, _ = leaves_for_cost(np.array([100.0, 1000.0, 10000.0]),
+                              1000 * (np.array([100.0, 1000.0, 10000.0]) - 1), 0.082e9)  # fmt: skip
+    assert f"| 1.0 | 82.0 ms | {need:,.0f} (extrapolated) |" in text
+    assert (
+        "first reaches 82 ms at 10,000 leaves" in text and "at 1,000 leaves it was 0.6 ms" in text
+    )
