@@ -1,4 +1,4 @@
-"""Latency plots over the per-op table (PNG + SVG, matplotlib Agg).
+"""Latency plots over the per-op table (PNG, SVG on request; matplotlib Agg).
 
 Figures are built on :class:`matplotlib.figure.Figure` with an explicit Agg canvas, so no
 pyplot global state or interactive backend is involved (safe in headless runs and threads).
@@ -20,8 +20,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.plotaxes import fixed_layout, log_ticks
 from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
 from radixbench.reports.variant_names import axis_value
 
@@ -40,8 +42,12 @@ __all__ = [
 #: table get panels after these.
 CDF_OPS: tuple[str, ...] = ("match_prefix", "insert", "evict", "build_extend")
 
-#: Scatter plots draw at most this many points per series (a fixed-seed sample); fits use all.
-MAX_SCATTER_POINTS = 20_000
+#: Scatter plots draw at most this many points per series (a fixed-seed sample); the fitted
+#: slope, ``n`` and the binned-median line use every point.
+MAX_SCATTER_POINTS = 3_000
+
+#: Log-spaced x bins of the median line drawn over each scatter series.
+MEDIAN_BINS = 24
 
 _DPI = 110
 
@@ -54,16 +60,18 @@ def no_data(ax: Axes, title: str) -> None:
     ax.set_yticks([])
 
 
-def save_figure(fig: Figure, path: Path | str) -> Path:
-    """Render ``fig`` with the Agg canvas and write it atomically as PNG to ``path`` and as SVG
-    beside it (same stem, ``.svg``); returns the PNG path."""
+def save_figure(fig: Figure, path: Path | str, *, svg: bool = False) -> Path:
+    """Render ``fig`` with the Agg canvas and write it atomically as PNG to ``path`` (and, with
+    ``svg=True``, as SVG beside it: same stem, ``.svg``); returns the PNG path. The figure is
+    drawn as it is laid out (:func:`~radixbench.reports.plotaxes.fixed_layout`): no layout
+    engine runs, which would draw every text once more."""
     path = Path(path)
-    svg = path.with_suffix(".svg")
     FigureCanvasAgg(fig)
-    fig.tight_layout()
-    with atomic_paths(path, svg) as (tmp, tmp_svg):
-        fig.savefig(tmp, format="png", dpi=_DPI)
-        fig.savefig(tmp_svg, format="svg")
+    targets = (path, path.with_suffix(".svg")) if svg else (path,)
+    with atomic_paths(*targets) as tmps:
+        fig.savefig(tmps[0], format="png", dpi=_DPI)
+        if svg:
+            fig.savefig(tmps[1], format="svg")
     return path
 
 
@@ -74,11 +82,8 @@ def _axis_part(variants: pd.Series, axis_index: int) -> pd.Series:
     """Part ``axis_index`` of each ``"<evictor>/<matcher>/<flatten>"`` name; another
     implementation's ``"<impl>/<flatten>"`` name gives its impl label for the evictor and
     matcher axes (:func:`~radixbench.reports.variant_names.axis_value`)."""
-    return pd.Series(
-        [axis_value(str(v), axis_index) for v in variants],
-        index=variants.index,
-        dtype=object,
-    )
+    part = {v: axis_value(str(v), axis_index) for v in variants.unique()}  # parse each name once
+    return variants.map(part).astype(object)
 
 
 def fit_loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -112,38 +117,84 @@ def cdf_points(
     return x[idx], (idx + 1).astype(np.float64) / n
 
 
-def plot_op_cdf(ops: pd.DataFrame, path: Path | str) -> Path:
+def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot per-op latency CDFs: one panel per op, one line per variant; x is ns on a log scale.
 
     Panels: every op of :data:`CDF_OPS` (a "no data" panel when it has no rows), then any other
-    op present, in name order. Needs the ``op``, ``variant`` and ``ns`` columns; an empty frame
-    gives a figure of "no data" panels.
+    op present, in name order. Each line is drawn from at most 1,024 quantiles
+    (:func:`cdf_points`); one figure legend names the variants (same colour in every panel) and
+    each panel states its calls per variant (``n``). Needs the ``op``, ``variant`` and ``ns``
+    columns; an empty frame gives a figure of "no data" panels.
     """
     present = sorted(str(o) for o in ops["op"].unique()) if "op" in ops.columns else []
     panels = [*CDF_OPS, *(o for o in present if o not in CDF_OPS)]
+    variants = sorted(str(v) for v in ops["variant"].unique()) if present else []
+    color = {v: f"C{i % 10}" for i, v in enumerate(variants)}
     ncols = 2
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(6.0 * ncols, 3.6 * nrows))
+    legend_rows = math.ceil(len(variants) / 2)
+    top_in = 0.75 + 0.22 * legend_rows
+    fig = Figure(figsize=(6.0 * ncols, 3.3 * nrows + top_in))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    fixed_layout(fig, nrows, ncols, top_in=top_in)
     for ax, op in zip(axes, panels, strict=False):
         rows = ops[ops["op"] == op] if present else ops.iloc[0:0]
         if rows.empty:
             no_data(ax, op)
             continue
+        counts = []
         for variant, group in rows.groupby("variant", sort=True):
             ns, frac = cdf_points(group["ns"].to_numpy(dtype=np.float64), 1.0)
-            ax.step(ns, frac, where="post", label=f"{variant} (n={len(group)})")
+            ax.step(ns, frac, where="post", color=color[str(variant)], label=str(variant))
+            counts.append(len(group))
         ax.set_xscale("log")
+        log_ticks(ax, "x")
         ax.set_ylim(0.0, 1.02)
         ax.set_title(op)
         ax.set_xlabel("latency per call (ns, log scale)")
         ax.set_ylabel("fraction of calls")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="x-small", loc="lower right")
+        ax.grid(True, alpha=0.3)
+        lo, hi = min(counts), max(counts)
+        n_text = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+        ax.text(
+            0.98,
+            0.04,
+            f"n = {n_text} calls per variant",
+            ha="right",
+            va="bottom",
+            transform=ax.transAxes,
+            fontsize="small",
+        )
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    fig.suptitle("Per-op latency CDF by variant")
-    return _save(fig, path)
+    h = fig.get_size_inches()[1]
+    fig.suptitle("Per-op latency CDF by variant", y=1 - 0.12 / h, va="top")
+    if variants:
+        fig.legend(
+            [Line2D([], [], color=color[v]) for v in variants],
+            variants,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 1 - 0.42 / h),
+            ncols=2,
+            fontsize="small",
+            frameon=False,
+        )
+    return _save(fig, path, svg=svg)
+
+
+def _binned_median(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Medians of ``x`` and ``y`` per log-spaced bin of ``x`` (all > 0), bins with fewer than 5
+    points left out."""
+    lo, hi = math.log10(x.min()), math.log10(x.max())
+    edges = np.logspace(lo, hi if hi > lo else lo + 1e-9, MEDIAN_BINS + 1)
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, MEDIAN_BINS - 1)
+    centres, medians = [], []
+    for b in range(MEDIAN_BINS):
+        in_bin = which == b
+        if np.count_nonzero(in_bin) >= 5:
+            centres.append(float(np.median(x[in_bin])))
+            medians.append(float(np.median(y[in_bin])))
+    return np.asarray(centres), np.asarray(medians)
 
 
 def loglog_scatter(
@@ -154,13 +205,18 @@ def loglog_scatter(
 ) -> None:
     """Scatter ``ns`` against ``x_col`` per value of variant axis ``axis_index``, log-log.
 
-    Each series' legend entry carries its fitted log-log slope (:func:`fit_loglog_slope`).
-    Draws a "no data" note when no row has positive coordinates.
+    Each series' legend entry carries its fitted log-log slope (:func:`fit_loglog_slope`) and
+    its point count ``n``; a large series is drawn as a fixed-seed sample of
+    :data:`MAX_SCATTER_POINTS` points plus the median ``ns`` per log-spaced ``x_col`` bin of all
+    its points (a line, bins of >= 5 points). Draws a "no data" note when no row has positive
+    coordinates.
     """
     if not rows.empty:
         rows = rows[(rows[x_col] > 0) & (rows["ns"] > 0)]
     if rows.empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
         return
     groups = _axis_part(rows["variant"], axis_index)
     rng = np.random.default_rng(0)
@@ -170,17 +226,22 @@ def loglog_scatter(
         slope = fit_loglog_slope(x, y)
         shown = f"{slope:.2f}" if math.isfinite(slope) else "n/a"
         label = f"{name} (slope {shown}, n={x.size})"
+        color = f"C{len(ax.collections) % 10}"
         if x.size > MAX_SCATTER_POINTS:
+            bx, by = _binned_median(x, y)
+            ax.plot(bx, by, color=color, lw=1.5, label="_median")
             pick = rng.choice(x.size, MAX_SCATTER_POINTS, replace=False)
             x, y = x[pick], y[pick]
-        ax.scatter(x, y, s=4, alpha=0.4, label=label, rasterized=True)
+        ax.scatter(x, y, s=4, alpha=0.4, color=color, label=label, rasterized=True)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.grid(True, which="both", alpha=0.3)
+    log_ticks(ax, "x")
+    log_ticks(ax, "y")
+    ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", markerscale=3)
 
 
-def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str) -> Path:
+def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot ``evict`` latency (ns) against ``evictable_leaves`` per evictor, log-log.
 
     Series are grouped by the evictor part of the variant name (matchers/flatten pooled);
@@ -189,15 +250,16 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str) -> Path:
     """
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
+    fixed_layout(fig)
     rows = ops[ops["op"] == "evict"] if "op" in ops.columns else ops.iloc[0:0]
     loglog_scatter(ax, rows, "evictable_leaves", EVICTOR_AXIS)
     ax.set_title("evict latency vs evictable leaves, by evictor")
     ax.set_xlabel("evictable leaves before the call (count, log scale)")
     ax.set_ylabel("evict latency (ns, log scale)")
-    return _save(fig, path)
+    return _save(fig, path, svg=svg)
 
 
-def plot_match_vs_len(ops: pd.DataFrame, path: Path | str) -> Path:
+def plot_match_vs_len(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot ``match_prefix`` latency (ns) against ``key_len`` (tokens) per matcher, log-log.
 
     Series are grouped by the matcher part of the variant name; the legend shows each series'
@@ -205,9 +267,10 @@ def plot_match_vs_len(ops: pd.DataFrame, path: Path | str) -> Path:
     """
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
+    fixed_layout(fig)
     rows = ops[ops["op"] == "match_prefix"] if "op" in ops.columns else ops.iloc[0:0]
     loglog_scatter(ax, rows, "key_len", MATCHER_AXIS)
     ax.set_title("match_prefix latency vs key length, by matcher")
     ax.set_xlabel("key length (tokens, log scale)")
     ax.set_ylabel("match_prefix latency (ns, log scale)")
-    return _save(fig, path)
+    return _save(fig, path, svg=svg)
