@@ -7,7 +7,7 @@ them; default ``mooncake-conversation``). Flags given explicitly override the sc
 from __future__ import annotations
 
 import argparse
-import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from radixbench.harness.cliutil import UsageError, csv_list, positive_float, pos
 from radixbench.harness.compare import CompareSpec, run_compare
 from radixbench.harness.impl import IMPL_HELP, impl_arg
 from radixbench.harness.scenario import DEFAULT_SCENARIO, load_scenario, parse_override
-from radixbench.sim.config import CLOCKS, FLATTENERS_NAMES
+from radixbench.sim.config import CLOCKS, FLATTENERS_NAMES, Variant
 from radixbench.sim.cost import preset_names
 from radixbench.sim.sched_policy import SCHED_POLICIES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
@@ -66,7 +66,12 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         default=DEFAULT_SCENARIO,
         help=f"scenario TOML file or bundled name (default {DEFAULT_SCENARIO})",
     )
-    c.add_argument("--trace", type=Path, help="trace file replacing the scenario's workload.path")
+    c.add_argument(
+        "--trace",
+        type=Path,
+        help="trace file replacing the scenario's workload, replayed at its own timestamps: "
+        "Mooncake JSONL, Azure 2023 CSV or the generic JSONL/CSV (format detected)",
+    )
     sel = c.add_mutually_exclusive_group()
     sel.add_argument("--requests", type=positive_int, help="first N requests")
     sel.add_argument(
@@ -75,7 +80,12 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="requests arriving in [--start, --start + SECONDS)",
     )
-    c.add_argument("--start", type=float, metavar="SECONDS")
+    c.add_argument(
+        "--start",
+        type=float,
+        metavar="SECONDS",
+        help="skip requests arriving before SECONDS after the first one (default 0)",
+    )
     c.add_argument(
         "--time-scale", type=positive_float, help="multiply arrival times (2 = half the rate)"
     )
@@ -86,7 +96,17 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         "--flatten", type=csv_list, help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}"
     )
     c.add_argument("--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=IMPL_HELP)
-    c.add_argument("--policy", choices=sorted(POLICIES))
+    c.add_argument(
+        "--baseline",
+        metavar="[AXIS=]VALUE[,...]",
+        help="what each axis's verdicts compare against, e.g. heapify or evictor=heapify,"
+        "matcher=linear (default: the first evictor / matcher / flatten listed)",
+    )
+    c.add_argument(
+        "--policy",
+        choices=sorted(POLICIES),
+        help="radix cache eviction order (SGLang --radix-eviction-policy; default lru)",
+    )
     c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
     c.add_argument(
         "--page-size",
@@ -94,9 +114,21 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         help="tokens per KV page, a power of two (SGLang --page-size; default 1)",
     )
-    c.add_argument("--max-running", type=positive_int)
-    c.add_argument("--max-prefill-tokens", type=positive_int)
-    c.add_argument("--seed", type=int)
+    c.add_argument(
+        "--max-running",
+        type=positive_int,
+        metavar="N",
+        help="most requests running at once (SGLang --max-running-requests)",
+    )
+    c.add_argument(
+        "--max-prefill-tokens",
+        type=positive_int,
+        metavar="TOKENS",
+        help="token budget of one prefill batch (SGLang --max-prefill-tokens)",
+    )
+    c.add_argument(
+        "--seed", type=int, help="seed of every random draw (workload, arrivals); default 0"
+    )
     c.add_argument(
         "--on-bad-line",
         choices=BAD_LINE_POLICIES,
@@ -137,9 +169,14 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         metavar="GB",
         help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
     )
-    c.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    c.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="where the KV pool and batch tensors live (auto: cuda when present)",
+    )
     c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
-    c.add_argument("--no-progress", action="store_true")
+    c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -147,10 +184,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     chunk = args.chunked_prefill_size
     if chunk is not None and (chunk == 0 or chunk < -1):
         raise UsageError(f"--chunked-prefill-size: positive or -1, got {chunk}")
-    if args.trace is not None:
-        if not args.trace.is_file():
-            raise UsageError(f"--trace: no such file: {args.trace}")
-        out["workload.path"] = str(args.trace.resolve())
+    if args.trace is not None and not args.trace.is_file():
+        raise UsageError(f"--trace: no such file: {args.trace}")
     for dest, key in _OVERRIDES.items():
         value = getattr(args, dest)
         if value is not None:
@@ -173,10 +208,55 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
 
     Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
     """
-    scenario = load_scenario(args.scenario, _overrides(args))
+    trace = args.trace.resolve() if args.trace is not None else None
+    # errors in a value given on the command line name the option, not the scenario file
+    origins = {
+        k: f"--{d.replace('_', '-')}" for d, k in _OVERRIDES.items() if getattr(args, d) is not None
+    }
+    origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
+    scenario = load_scenario(args.scenario, _overrides(args), trace=trace, origins=origins)
     return CompareSpec(
-        scenario=scenario, on_bad_line=args.on_bad_line, device=args.device, out=args.out
+        scenario=scenario,
+        on_bad_line=args.on_bad_line,
+        device=args.device,
+        out=args.out,
+        baseline=parse_baseline(getattr(args, "baseline", None), scenario.variants),
     )
+
+
+def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, str] | None:
+    """``--baseline``: comma list of ``AXIS=VALUE`` or bare ``VALUE`` (its axis found among the
+    run's variants) -> ``{axis: value}``; None for no text. Raises :class:`UsageError` (one
+    line) for an unknown axis or a value no variant of the run has on that axis."""
+    if not text:
+        return None
+    have = {
+        "evictor": {v.evictor for v in variants if v.impl == "radixbench"},
+        "matcher": {v.matcher for v in variants if v.impl == "radixbench"},
+        "flatten": {v.flatten for v in variants},
+    }
+    out: dict[str, str] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        axis, sep, value = item.partition("=")
+        if not sep:
+            axis, value = "", item
+            axes = [a for a, vals in have.items() if value in vals]
+            if not axes:
+                known = sorted(set().union(*have.values()))
+                raise UsageError(
+                    f"--baseline: {value!r} is no evictor, matcher or flatten of this run's "
+                    f"variants ({', '.join(known)})"
+                )
+            axis = axes[0]
+        if axis not in have:
+            raise UsageError(f"--baseline: unknown axis {axis!r} (evictor, matcher, flatten)")
+        if value not in have[axis]:
+            raise UsageError(
+                f"--baseline: {axis} {value!r} is not run (this run's {axis} values: "
+                f"{', '.join(sorted(have[axis])) or 'none'})"
+            )
+        out[axis] = value
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -185,7 +265,13 @@ def run(args: argparse.Namespace) -> int:
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
-    print(f"\nwall time {outcome.wall_s:.1f} s; report: {outcome.run_dir / 'report.md'}")
+    # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
+    wall = float(outcome.meta.get("wall_s", outcome.wall_s))
+    print(
+        f"\nwall time {wall:.1f} s (+ {outcome.wall_s - wall:.1f} s writing the report); "
+        f"report: {outcome.run_dir / 'report.md'}"
+    )
+    _print_answer(outcome.report)
     if spec.sim.clock == "coupled":
         # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
         print("clock coupled: schedules depend on measured CPU time; equivalence not required")
@@ -193,8 +279,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if outcome.equivalence["ok"] else 1
 
 
-def _fmt(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x:.3f}"
+def _print_answer(report: dict) -> None:
+    """The report's answer, last: overload flags and load, one headline line per compared
+    axis, the serving effect (:func:`radixbench.reports.headline.answer`)."""
+    ans = report.get("answer")
+    if ans is None:
+        return
+    print("\nanswer:")
+    for line in ans.lines:
+        print(f"  {line}")
 
 
 def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
@@ -209,14 +302,16 @@ def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
             print()
             print(report["speedups"].to_string(index=False))
     if meta is not None:
-        ceil = meta["hit_rate_ceiling"]
         achieved = report["variant_summary"]["prefix_hit_rate"]
+        ceil = meta.get("hit_rate_ceiling") or {}
+        a = float(achieved.median()) if len(achieved) else float("nan")
+        covered = f" over the {ceil['requests']:,} finished requests" if "requests" in ceil else ""
+        if ceil.get("rejected"):
+            covered += f" ({ceil['rejected']:,} rejected, left out of both)"
         print(
-            f"\nscenario: {meta['scenario']}\nprefix hit rate: achieved "
-            f"{_fmt(float(achieved.min()))}"
-            + ("" if achieved.nunique() <= 1 else f"..{_fmt(float(achieved.max()))}")
-            + f" | infinite-cache ceiling {_fmt(ceil['all'])} (last half "
-            f"{_fmt(ceil['last_half'])})"
+            f"\nscenario: {meta['scenario']}\nprefix hit rate: achieved {a:.3f} | "
+            f"infinite-cache ceiling {ceil.get('all', float('nan')):.3f} (last half "
+            f"{ceil.get('last_half', float('nan')):.3f}){covered}"
         )
         skipped = meta["skipped_lines"]
         print(f"skipped malformed trace lines: {skipped}")

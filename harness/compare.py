@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from radixbench.harness.impl import implementations
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
+from radixbench.sim.belady import belady_bound
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.ceiling import hit_ceiling
@@ -34,12 +36,15 @@ class CompareSpec:
     """What to compare: a validated ``scenario`` (workload, arrivals, sim config, variants,
     seed). ``on_bad_line``: "error" stops at a malformed trace line, "skip" leaves it out and
     counts it (None = the scenario's setting); ``device``: auto | cpu | cuda; ``out``: parent
-    folder of run folders. Raises ``ValueError`` on an invalid policy or variant list."""
+    folder of run folders; ``baseline``: axis (evictor / matcher / flatten) -> the value the
+    verdicts compare against (None or an axis left out: the first variant listed). Raises
+    ``ValueError`` on an invalid policy or variant list."""
 
     scenario: Scenario
     device: str = "auto"
     out: Path = Path("runs")
     on_bad_line: str | None = None
+    baseline: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.on_bad_line is not None:
@@ -98,6 +103,55 @@ def load_requests(spec: CompareSpec) -> Workload:
     return Workload(requests, skipped, f"{sc.name}: {sc.description}")
 
 
+def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
+    """Raise ``ValueError`` (one line naming ``--kv-capacity``) when the scheduler would reject
+    every request: it rejects one whose input + output tokens reach the KV pool (whole pages)
+    or ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
+    after sglang 0.5.23), so such a run would measure nothing."""
+    if not requests:
+        return
+    pool = sim.kv_capacity_tokens // sim.page_size * sim.page_size
+    cap = min(pool, sim.max_context_len_tokens)
+    need = min(r.input_length + r.output_length for r in requests)
+    if need < cap:
+        return
+    if pool <= sim.max_context_len_tokens:
+        raise ValueError(
+            f"--kv-capacity {sim.kv_capacity_tokens} (kv_capacity_tokens): every request would be "
+            f"rejected: the smallest needs {need} KV slots (input + output tokens) and must fit "
+            f"in the pool; use --kv-capacity {(need // sim.page_size + 1) * sim.page_size} or more"
+        )
+    raise ValueError(
+        f"max_context_len_tokens {sim.max_context_len_tokens}: every request would be rejected: "
+        f"the smallest needs {need} tokens (input + output)"
+    )
+
+
+def served_ceiling(trace: list[TraceRequest], requests: pd.DataFrame) -> dict[str, Any]:
+    """Infinite-cache hit-rate ceiling (:func:`hit_ceiling`) over the requests the first
+    variant finished, as if the rejected ones never arrived, so it covers the same requests as
+    the achieved hit rate (over finished requests); plus ``requests`` (covered) and
+    ``rejected`` (left out) counts."""
+    first = requests["variant"].iloc[0] if len(requests) else None
+    mine = requests[(requests["variant"] == first) & (requests["status"] == "finished")]
+    done = set(mine["rid"].tolist())
+    served = [r for r in trace if r.rid in done]
+    return {**hit_ceiling(served), "requests": len(served), "rejected": len(trace) - len(served)}
+
+
+def served_belady(
+    trace: list[TraceRequest], requests: pd.DataFrame, sim: SimConfig
+) -> dict[str, Any]:
+    """Belady's bound (:func:`radixbench.sim.belady.belady_bound`: optimal offline eviction,
+    requests one at a time with the whole KV pool as cache) at the run's KV capacity and page
+    size, over the same finished requests as :func:`served_ceiling`."""
+    first = requests["variant"].iloc[0] if len(requests) else None
+    mine = requests[(requests["variant"] == first) & (requests["status"] == "finished")]
+    done = set(mine["rid"].tolist())
+    served = [r for r in trace if r.rid in done]
+    return belady_bound(served, sim.kv_capacity_tokens, sim.page_size)
+
+
 def _jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -130,7 +184,7 @@ def run_compare(
     torch.set_num_threads(1)
     workload = load_requests(spec)
     trace = workload.requests
-    ceiling = hit_ceiling(trace)
+    check_fits(trace, spec.sim)
     with tqdm(
         total=len(trace) * len(spec.variants),
         unit="req",
@@ -146,12 +200,15 @@ def run_compare(
     timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
     metrics = pd.DataFrame([r.metrics for r in results])
     equivalence = check_equivalence(requests)
+    ceiling = served_ceiling(trace, requests)
+    belady = served_belady(trace, requests, spec.sim)
     meta = {
         "scenario": workload.label,
         "requests": len(trace),
         "skipped_lines": len(workload.skipped),
         "skipped_line_errors": [str(e) for e in workload.skipped[:5]],
         "hit_rate_ceiling": ceiling,
+        "hit_rate_belady": belady,
         "seed": spec.sim.seed,
         "device": str(device),
         "clock": spec.sim.clock,
@@ -179,6 +236,8 @@ def run_compare(
             timeseries=timeseries,
             metrics=metrics,
             render=full_report,
+            baseline=spec.baseline,
+            progress=progress,
         )
     assert run.final is not None
     return CompareOutcome(

@@ -9,39 +9,35 @@ the latency plots and writes the Markdown report into one run directory::
       requests.{parquet,csv}  ops.{parquet,csv}
       summary_ops.{parquet,csv}  summary_variants.{parquet,csv}  speedups.{parquet,csv}
       verdicts.{parquet,csv}  [timeseries.{parquet,csv}]  [metrics.{parquet,csv}]
-      plots/<name>.png + plots/<name>.svg  (latency CDFs, cost vs size, hit rate, KV/queue, ...)
+      plots/<name>.png [+ plots/<name>.svg with svg=True]  (latency CDFs, cost vs size, ...)
       report.md  report.html (self-contained: images embedded)
 
 Every file is written atomically (temporary file in the same directory, then ``os.replace``).
+Plots of large runs are drawn from summaries (CDF quantiles, thinned series and scatters, all
+statistics computed on every row), so writing the report takes seconds whatever the run size;
+matplotlib and the renderers are imported only when a report is rendered.
 
 Modules: :mod:`~radixbench.reports.tables` (schemas, validation, storage),
 :mod:`~radixbench.reports.summary` (statistics and speed-ups),
 :mod:`~radixbench.reports.verdicts` (bootstrap CIs and verdicts),
-:mod:`~radixbench.reports.plots` / :mod:`~radixbench.reports.plots_run` (PNG + SVG figures),
+:mod:`~radixbench.reports.plots` / :mod:`~radixbench.reports.plots_run` (PNG [+ SVG] figures),
 :mod:`~radixbench.reports.runmeta` (run/environment block), :mod:`~radixbench.reports.markdown`
 (``report.md``), :mod:`~radixbench.reports.html` (``report.html``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypedDict
 
 import pandas as pd
+from tqdm import tqdm
 
-from radixbench.reports.html import write_report_html
-from radixbench.reports.markdown import write_report_md
-from radixbench.reports.plots import plot_evict_vs_leaves, plot_match_vs_len, plot_op_cdf
-from radixbench.reports.plots_run import (
-    plot_cost_vs_tree,
-    plot_hit_rate_over_time,
-    plot_kv_queue_over_time,
-    plot_match_vs_matched,
-    plot_request_cdfs,
-    plot_verdict_bars,
-)
+from radixbench.reports.diagnostics import load_check
+from radixbench.reports.headline import Answer, answer, withhold
+from radixbench.reports.runmeta import clock_mode
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
     OP_COLUMNS,
@@ -50,12 +46,13 @@ from radixbench.reports.tables import (
     validate_frame,
     write_table,
 )
-from radixbench.reports.verdicts import verdict_table
+from radixbench.reports.verdicts import resolve_baseline, verdict_table
 
 __all__ = ["DEFAULT_BASELINE", "ReportResult", "write_report"]
 
-#: Baseline axis values: evictor for ``evict``, matcher for ``match_prefix``, flatten for the
-#: batch builds (SGLang's own ``sum(lists, [])``).
+#: Fallback baseline values for the speed-up table when a run has no variant with an axis
+#: (e.g. only other implementations). Verdict baselines are resolved by
+#: :func:`~radixbench.reports.verdicts.resolve_baseline`: the named value, else the first listed.
 DEFAULT_BASELINE: Mapping[str, str] = MappingProxyType(
     {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
 )
@@ -68,9 +65,9 @@ class ReportResult(TypedDict):
     ``report.html`` (``None`` when not rendered); ``tables``: stem -> ``(parquet, csv)``
     paths for ``requests``, ``ops``, ``summary_ops``, ``summary_variants``, ``speedups``,
     ``verdicts`` (and ``timeseries`` / ``metrics`` when given); ``plots``: name -> PNG path
-    (an SVG lies beside each); ``op_summary``, ``variant_summary``, ``speedups``,
-    ``verdicts``: the summary frames (see :mod:`radixbench.reports.summary`,
-    :mod:`radixbench.reports.verdicts`).
+    (an SVG lies beside each when written with ``svg=True``); ``op_summary``,
+    ``variant_summary``, ``speedups``, ``verdicts``: the summary frames (see
+    :mod:`radixbench.reports.summary`, :mod:`radixbench.reports.verdicts`).
     """
 
     report_md: Path | None
@@ -81,6 +78,7 @@ class ReportResult(TypedDict):
     variant_summary: pd.DataFrame
     speedups: pd.DataFrame
     verdicts: pd.DataFrame
+    answer: Answer
 
 
 def write_report(
@@ -89,12 +87,14 @@ def write_report(
     ops: pd.DataFrame,
     meta: Mapping[str, Any],
     equivalence: Mapping[str, Any],
-    baseline: Mapping[str, str] = DEFAULT_BASELINE,
+    baseline: Mapping[str, str] | None = None,
     timeseries: pd.DataFrame | None = None,
     metrics: pd.DataFrame | None = None,
     *,
     n_resamples: int = 1000,
     render: bool = True,
+    svg: bool = False,
+    progress: bool | None = None,
 ) -> ReportResult:
     """Validate, store, summarize, plot and report one run into ``run_dir``.
 
@@ -104,11 +104,16 @@ def write_report(
     written (:class:`ValueError` on a missing or mistyped column). ``metrics`` (optional): the
     serving-metrics table, one row per variant, stored and shown as given. ``meta`` and
     ``equivalence`` are as for :func:`~radixbench.reports.markdown.write_report_md`;
-    ``baseline`` names the baseline ``evictor``, ``matcher`` (and optionally ``flatten``) of the
-    speed-up and verdict tables; ``n_resamples``: bootstrap resamples per verdict (seeded with
-    ``meta["seed"]``, 0 when absent). ``render=False`` stops after the tables (validated and
-    written as above): no plots, no ``report.md``, no ``report.html`` — for sweep cells, which
-    ``radixbench plot`` can render later.
+    ``baseline`` names the baseline ``evictor``, ``matcher`` and/or ``flatten`` of the
+    speed-up and verdict tables (an axis not named, or named with a value no variant has,
+    takes the first variant listed: ``resolve_baseline``); serving-metric verdicts only under
+    the coupled clock; ``result["answer"]`` holds the headline lines; ``n_resamples``:
+    bootstrap resamples per verdict (seeded with ``meta["seed"]``, 0 when absent).
+    ``render=False`` stops after the tables (validated and written as above): no plots, no
+    ``report.md``, no ``report.html`` — for sweep cells, which ``radixbench plot`` can render
+    later. ``svg=True`` also writes each plot as SVG beside its
+    PNG. ``progress``: a tqdm bar over the report steps on stderr (None = only on a terminal,
+    False = never).
 
     Returns a :class:`ReportResult` (a dict) with the written paths and the summary frames.
     """
@@ -122,28 +127,57 @@ def write_report(
         )
     run_dir = Path(run_dir)
     seed = meta.get("seed")
-
-    ops_sum = op_summary(ops)
-    var_sum = variant_summary(requests)
-    speed = speedups(ops_sum, baseline)
-    verdicts = verdict_table(
-        requests, ops, baseline, n_resamples=n_resamples, seed=seed if isinstance(seed, int) else 0
+    bar = tqdm(
+        total=3 + (_N_RENDER_STEPS if render else 0),
+        desc="report",
+        unit="step",
+        disable=None if progress is None else not progress,
+        leave=False,
     )
-
-    tables = {
-        "requests": write_table(requests, run_dir, "requests"),
-        "ops": write_table(ops, run_dir, "ops"),
-        "summary_ops": write_table(ops_sum, run_dir, "summary_ops"),
-        "summary_variants": write_table(var_sum, run_dir, "summary_variants"),
-        "speedups": write_table(speed, run_dir, "speedups"),
-        "verdicts": write_table(verdicts, run_dir, "verdicts"),
-    }
-    if timeseries is not None:
-        tables["timeseries"] = write_table(timeseries, run_dir, "timeseries")
-    if metrics is not None:
-        tables["metrics"] = write_table(metrics, run_dir, "metrics")
-    if not render:
-        return ReportResult(
+    with bar:
+        bar.set_postfix_str("summaries")
+        ops_sum = op_summary(ops)
+        var_sum = variant_summary(requests)
+        # variants in the order listed (the harness concatenates them in spec order)
+        order = list(dict.fromkeys([*map(str, requests["variant"]), *map(str, ops["variant"])]))
+        base = resolve_baseline(order, baseline)
+        speed = speedups(ops_sum, {**DEFAULT_BASELINE, **base})
+        bar.update()
+        bar.set_postfix_str("verdicts (bootstrap)")
+        clock = clock_mode(meta)
+        verdicts = verdict_table(
+            requests,
+            ops,
+            base,
+            n_resamples=n_resamples,
+            seed=seed if isinstance(seed, int) else 0,
+            request_metrics=clock == "coupled",
+        )
+        ans = answer(
+            verdicts,
+            ops,
+            base,
+            loads=load_check(requests, timeseries, meta),
+            metrics=metrics,
+            clock=clock,
+        )
+        verdicts = withhold(verdicts, ans.checks)
+        bar.update()
+        bar.set_postfix_str("tables")
+        tables = {
+            "requests": write_table(requests, run_dir, "requests"),
+            "ops": write_table(ops, run_dir, "ops"),
+            "summary_ops": write_table(ops_sum, run_dir, "summary_ops"),
+            "summary_variants": write_table(var_sum, run_dir, "summary_variants"),
+            "speedups": write_table(speed, run_dir, "speedups"),
+            "verdicts": write_table(verdicts, run_dir, "verdicts"),
+        }
+        if timeseries is not None:
+            tables["timeseries"] = write_table(timeseries, run_dir, "timeseries")
+        if metrics is not None:
+            tables["metrics"] = write_table(metrics, run_dir, "metrics")
+        bar.update()
+        result = ReportResult(
             report_md=None,
             report_html=None,
             tables=tables,
@@ -152,59 +186,97 @@ def write_report(
             variant_summary=var_sum,
             speedups=speed,
             verdicts=verdicts,
+            answer=ans,
         )
+        if render:
+            frames = (requests, ops, timeseries, metrics)
+            _render(result, run_dir, frames, meta, equivalence, svg, bar)
+    return result
+
+
+#: Steps of :func:`_render` counted by the progress bar: 9 plots, report.md, report.html.
+_N_RENDER_STEPS = 11
+
+
+def _render(
+    result: ReportResult,
+    run_dir: Path,
+    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None],
+    meta: Mapping[str, Any],
+    equivalence: Mapping[str, Any],
+    svg: bool,
+    bar: tqdm,
+) -> None:
+    """Plots, ``report.md`` and ``report.html`` of :func:`write_report` (fills ``result``'s
+    ``plots``, ``report_md``, ``report_html``) from ``frames`` = (requests, ops, timeseries,
+    metrics). matplotlib is imported here, not at start-up."""
+    from radixbench.reports.html import write_report_html
+    from radixbench.reports.markdown import write_report_md
+    from radixbench.reports.plots import plot_evict_vs_leaves, plot_match_vs_len, plot_op_cdf
+    from radixbench.reports.plots_run import (
+        plot_cost_vs_tree,
+        plot_hit_rate_over_time,
+        plot_kv_queue_over_time,
+        plot_match_vs_matched,
+        plot_request_cdfs,
+        plot_verdict_bars,
+    )
+
+    requests, ops, timeseries, metrics = frames
     plot_dir = run_dir / "plots"
     ceiling = meta.get("hit_rate_ceiling")
-    plots = {
-        "verdict_bars": plot_verdict_bars(verdicts, plot_dir / "verdict_bars.png"),
-        "op_cdf": plot_op_cdf(ops, plot_dir / "op_cdf.png"),
-        "evict_vs_leaves": plot_evict_vs_leaves(ops, plot_dir / "evict_vs_leaves.png"),
-        "cost_vs_tree": plot_cost_vs_tree(ops, plot_dir / "cost_vs_tree.png"),
-        "match_vs_len": plot_match_vs_len(ops, plot_dir / "match_vs_len.png"),
-        "match_vs_matched": plot_match_vs_matched(ops, plot_dir / "match_vs_matched.png"),
-        "request_cdfs": plot_request_cdfs(requests, plot_dir / "request_cdfs.png"),
-        "hit_rate_over_time": plot_hit_rate_over_time(
-            requests,
-            plot_dir / "hit_rate_over_time.png",
-            ceiling if isinstance(ceiling, Mapping) else None,
+    verdicts = result["verdicts"]
+    claims = verdicts[verdicts["verdict"] != "not compared"]  # no plot claims either
+    steps: dict[str, Callable[[Path], Path]] = {
+        "verdict_bars": lambda p: plot_verdict_bars(claims, p, svg=svg),
+        "op_cdf": lambda p: plot_op_cdf(ops, p, svg=svg),
+        "evict_vs_leaves": lambda p: plot_evict_vs_leaves(ops, p, svg=svg),
+        "cost_vs_tree": lambda p: plot_cost_vs_tree(ops, p, svg=svg),
+        "match_vs_len": lambda p: plot_match_vs_len(ops, p, svg=svg),
+        "match_vs_matched": lambda p: plot_match_vs_matched(ops, p, svg=svg),
+        "request_cdfs": lambda p: plot_request_cdfs(requests, p, svg=svg),
+        "hit_rate_over_time": lambda p: plot_hit_rate_over_time(
+            requests, p, ceiling if isinstance(ceiling, Mapping) else None, svg=svg
         ),
     }
+    if not (ops["op"] == "evict").any():
+        del steps["evict_vs_leaves"]  # evict never ran: no empty plot
     if timeseries is not None:
-        plots["kv_queue_over_time"] = plot_kv_queue_over_time(
-            timeseries, plot_dir / "kv_queue_over_time.png"
-        )
-    report_md = write_report_md(
+        steps["kv_queue_over_time"] = lambda p: plot_kv_queue_over_time(timeseries, p, svg=svg)
+    plots = result["plots"]
+    for name, draw in steps.items():
+        bar.set_postfix_str(f"plot {name}")
+        plots[name] = draw(plot_dir / f"{name}.png")
+        bar.update()
+    bar.update(_N_RENDER_STEPS - 2 - len(steps))  # the skipped kv_queue_over_time step
+    bar.set_postfix_str("report.md")
+    result["report_md"] = write_report_md(
         run_dir,
         meta=meta,
-        op_summary=ops_sum,
-        variant_summary=var_sum,
-        speedups=speed,
+        op_summary=result["op_summary"],
+        variant_summary=result["variant_summary"],
+        speedups=result["speedups"],
         equivalence=equivalence,
         plots=plots,
-        tables=tables,
+        tables=result["tables"],
         verdicts=verdicts,
         metrics=metrics,
+        answer=result["answer"],
     )
-    report_html = write_report_html(
+    bar.update()
+    bar.set_postfix_str("report.html")
+    result["report_html"] = write_report_html(
         run_dir,
         meta=meta,
         equivalence=equivalence,
         frames={
             "Verdicts": verdicts,
-            "Variants": var_sum,
+            "Variants": result["variant_summary"],
             "Serving metrics": metrics,
-            "Speed-ups": speed,
-            "Per-op latency": ops_sum,
+            "Speed-ups": result["speedups"],
+            "Per-op latency": result["op_summary"],
         },
         plots=plots,
+        answer=result["answer"],
     )
-    return ReportResult(
-        report_md=report_md,
-        report_html=report_html,
-        tables=tables,
-        plots=plots,
-        op_summary=ops_sum,
-        variant_summary=var_sum,
-        speedups=speed,
-        verdicts=verdicts,
-    )
+    bar.update()

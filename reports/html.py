@@ -17,11 +17,12 @@ from typing import Any
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.markdown import format_cell
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
-__all__ = ["frame_html", "write_report_html"]
+__all__ = ["answer_html", "frame_html", "write_report_html"]
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -32,6 +33,8 @@ th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: ta
 .pass { background: #dfd; border: 1px solid #080; padding: 0.6em; }
 .faster { color: #070; font-weight: bold; } .slower { color: #b00; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; }
+.scroll { overflow-x: auto; max-width: 100%; } td { overflow-wrap: anywhere; }
+.load { background: #eef; border: 1px solid #88a; padding: 0.6em; }
 """
 
 
@@ -55,15 +58,31 @@ def frame_html(df: pd.DataFrame, table_id: str) -> str:
             text = html.escape(format_cell(value).replace("\\|", "|"))
             cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (
-        f'<table id="{html.escape(table_id)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+    return (  # a wide table scrolls inside its own box: the page fits a 1,400-px window
+        f'<div class="scroll"><table id="{html.escape(table_id)}"><thead><tr>{head}</tr>'
+        f"</thead><tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def answer_html(answer: Answer | None) -> str:
+    """Overload flags (class ``fail``) and the load line, then ``Answer`` (headline lines) and
+    ``Serving effect`` as lists; empty without an answer."""
+    if answer is None:
+        return ""
+    out = [
+        f'<p class="{"fail" if t.startswith("OVERLOADED") else "load"}">{html.escape(t)}</p>'
+        for t in answer.load
+    ]
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in answer.headline)
+    out.append(f"<h2>Answer</h2><ul>{items or '<li>no axis compared</li>'}</ul>")
+    serving = "".join(f"<li>{html.escape(t)}</li>" for t in answer.serving)
+    out.append(f"<h3>Serving effect</h3><ul>{serving}</ul>")
+    return "".join(out)
 
 
 def _dl(rows: list[tuple[str, str]]) -> str:
     items = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<table>{items}</table>"
+    return f'<div class="scroll"><table>{items}</table></div>'
 
 
 def _equivalence_html(eq: Mapping[str, Any]) -> str:
@@ -102,9 +121,11 @@ def write_report_html(
     equivalence: Mapping[str, Any],
     frames: Mapping[str, pd.DataFrame | None],
     plots: Mapping[str, Path],
+    answer: Answer | None = None,
 ) -> Path:
     """Write ``<run_dir>/report.html`` atomically and return its path.
 
+    ``answer`` (:func:`~radixbench.reports.headline.answer`) leads, as in ``report.md``.
     ``frames``: section title -> table (None entries are skipped), rendered in order with
     table ids ``t-<index>``; the ``Variants`` frame, when present, supplies the achieved prefix
     hit rate shown beside ``meta["hit_rate_ceiling"]``. ``plots``: name -> PNG path, each read
@@ -117,6 +138,7 @@ def write_report_html(
         f"</title><style>{_CSS}</style></head><body>",
         f"<h1>radixbench report: {title}</h1>",
         _equivalence_html(equivalence),
+        answer_html(answer),
         "<h2>Run</h2>",
         _dl(run_rows(meta)),
         "<h2>Environment</h2>",

@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
-__all__ = ["format_cell", "pipe_table", "write_report_md"]
+__all__ = ["answer_block", "format_cell", "pipe_table", "write_report_md"]
 
 
 def format_cell(value: Any) -> str:
@@ -105,6 +106,22 @@ def _implementations_block(meta: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def answer_block(answer: Answer | None) -> list[str]:
+    """The report's first lines: overload flags (a quoted warning), ``## Answer`` with one
+    bullet per headline line, then ``### Serving effect``; nothing when ``answer`` is None."""
+    if answer is None:
+        return []
+    lines = []
+    for text in answer.load:
+        lines += [f"> **{text}**" if text.startswith("OVERLOADED") else f"> {text}", ">"]
+    if lines:
+        lines[-1] = ""
+    lines += ["## Answer", ""]
+    lines += [f"- {t}" for t in answer.headline] or ["- _no axis compared: one variant per axis_"]
+    lines += ["", "### Serving effect", "", *(f"- {t}" for t in answer.serving), ""]
+    return lines
+
+
 def _verdict_block(verdicts: pd.DataFrame | None) -> list[str]:
     """``## Verdicts`` section: the bootstrap comparison table, or nothing when None."""
     if verdicts is None:
@@ -112,9 +129,14 @@ def _verdict_block(verdicts: pd.DataFrame | None) -> list[str]:
     return [
         "## Verdicts",
         "",
-        "Each candidate against its baseline partner (one algorithm axis changed). Ratio = "
+        "Each candidate against its baseline partner (one algorithm axis changed; the baseline "
+        "of an axis is the first variant listed unless `--baseline` names one). Ratio = "
         "median(baseline) / median(candidate) (> 1: candidate faster); 95 % CI from a "
-        "seeded percentile bootstrap; verdict `faster`/`slower` only when the CI excludes 1.",
+        "seeded percentile bootstrap; verdict `faster`/`slower` only when the CI excludes 1; "
+        "`not compared` where the axis's op never ran or ran on trivial inputs. "
+        "`evict excl. KV free ns` is the evictor's own time (the KV-slot free inside each "
+        "evict call subtracted). Request latencies (TTFT/TPOT/E2E) appear under the coupled "
+        "clock only.",
         "",
         pipe_table(verdicts),
         "",
@@ -172,6 +194,7 @@ def write_report_md(
     tables: Mapping[str, tuple[Path, Path]],
     verdicts: pd.DataFrame | None = None,
     metrics: pd.DataFrame | None = None,
+    answer: Answer | None = None,
 ) -> Path:
     """Write ``<run_dir>/report.md`` atomically and return its path.
 
@@ -183,7 +206,9 @@ def write_report_md(
     a PNG path and ``tables`` a stem to its ``(parquet, csv)`` paths; both are linked relative
     to ``run_dir``. ``verdicts`` (:func:`~radixbench.reports.verdicts.verdict_table`) and
     ``metrics`` (serving metrics per variant) are rendered when given. Latencies in the tables
-    are ns (``total_ms`` ms), times s, lengths tokens.
+    are ns (``total_ms`` ms), times s, lengths tokens. ``answer``
+    (:func:`~radixbench.reports.headline.answer`) leads the report: overload flags, the
+    headline line per compared axis, the serving effect.
     """
     run_dir = Path(run_dir)
     title = meta.get("scenario", "run")
@@ -194,6 +219,7 @@ def write_report_md(
             "(see [Equivalence](#equivalence-failed)).",
             "",
         ]
+    lines += answer_block(answer)
     lines += ["## Run", "", *_meta_block(meta), ""]
     lines += [*_verdict_block(verdicts)]
     lines += [*_equivalence_block(equivalence), ""]

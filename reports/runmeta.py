@@ -28,6 +28,7 @@ HIDDEN_META_KEYS = frozenset(
         "environment",
         "sim_end_s",
         "hit_rate_ceiling",
+        "hit_rate_belady",
         "clock",
         "clock_mode",
         "implementations",
@@ -108,7 +109,11 @@ def environment_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def hit_rate_text(achieved: float | None, meta: Mapping[str, Any]) -> str | None:
     """The text ``achieved X % vs ceiling Y % (...)`` when ``meta["hit_rate_ceiling"]`` is set
-    (fractions in [0, 1]); None otherwise. ``achieved`` is a fraction or None."""
+    (fractions in [0, 1]); None otherwise. ``achieved`` is a fraction or None (over finished
+    requests); when the ceiling records ``requests`` / ``rejected`` (counts of the requests it
+    covers / left out), the text states that both cover the same finished requests and how
+    many were rejected. With ``meta["hit_rate_belady"]`` (``sim.belady.belady_bound``) it adds
+    Belady's bound at the run's KV capacity."""
     ceiling = meta.get("hit_rate_ceiling")
     if not isinstance(ceiling, Mapping):
         return None
@@ -119,4 +124,19 @@ def hit_rate_text(achieved: float | None, meta: Mapping[str, Any]) -> str | None
     text = f"achieved {pct(achieved)} vs ceiling {pct(ceiling.get('all'))}"
     if "last_half" in ceiling:
         text += f" (ceiling over the last half of the trace: {pct(ceiling.get('last_half'))})"
-    return text + "; ceiling = hit rate with an infinite cache"
+    text += "; ceiling = hit rate with an infinite cache"
+    n, rejected = ceiling.get("requests"), ceiling.get("rejected")
+    if isinstance(n, int):
+        text += f"; both over the {n:,} finished requests"
+        if isinstance(rejected, int) and rejected:
+            text += f" ({rejected:,} rejected, left out of both: never served)"
+    belady = meta.get("hit_rate_belady")
+    if isinstance(belady, Mapping):
+        cap = belady.get("kv_capacity_tokens")
+        at = f" at {cap:,} KV tokens" if isinstance(cap, int) else ""
+        text += (
+            f"; Belady bound{at} {pct(belady.get('all'))} over the same requests (optimal "
+            "offline eviction, requests one at a time with the whole pool as cache: no eviction "
+            "policy does better there; see `radixbench replay`)"
+        )
+    return text

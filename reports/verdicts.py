@@ -11,8 +11,16 @@ partner is radixbench's "<baseline evictor>/<baseline matcher>/<flatten>"
 * the op that axis changes (per-op wall time ``ns`` in nanoseconds): ``evict`` for evictors,
   ``match_prefix`` for matchers, ``build_extend`` and ``build_decode`` for flatten variants,
   ``match_prefix``, ``insert`` and ``evict`` for implementations;
+* for evictors, also ``evict excl. KV free``: each evict call's ns minus the ns of the KV
+  allocator ``free`` inside it (the ``evict_kv_free`` row recorded after it), the evictor's own
+  time;
 * the request latencies TTFT and E2E (``ttft_s``, ``e2e_s`` in s; finished requests only), and
-  TPOT (``tpot_s``) when the per-request table has it.
+  TPOT (``tpot_s``) when the per-request table has it — only with ``request_metrics`` (the
+  coupled clock: under the isolated clock every variant runs the same schedule, so they are
+  identical by construction).
+
+Baselines: :func:`resolve_baseline` takes, per axis, the named value when some variant has it,
+else the value of the first variant listed (so any set of variants gets verdicts).
 
 Statistic: the **median** of the samples. Ratio = median(baseline) / median(candidate), so a
 ratio > 1 means the candidate is faster. The 95 % interval is the percentile bootstrap:
@@ -26,12 +34,13 @@ above 1, ``slower`` when it lies below 1, otherwise ``no significant difference`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from radixbench.reports.variant_names import (
+    AXIS_NAMES,
     EVICTOR_AXIS,
     FLATTEN_AXIS,
     MATCHER_AXIS,
@@ -42,9 +51,11 @@ from radixbench.reports.variant_names import (
 
 __all__ = [
     "AXIS_OPS",
+    "EVICT_OWN",
     "REQUEST_METRICS",
     "VERDICT_COLUMNS",
     "bootstrap_ratio",
+    "resolve_baseline",
     "verdict",
     "verdict_table",
 ]
@@ -64,9 +75,12 @@ REQUEST_METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s")
 #: Columns of :func:`verdict_table`. ``*_median`` in ``unit``; ``ratio`` = baseline /
 #: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio.
 VERDICT_COLUMNS = [
-    "metric", "unit", "candidate", "baseline", "n_candidate", "n_baseline",
+    "axis", "metric", "unit", "candidate", "baseline", "n_candidate", "n_baseline",
     "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "verdict",
 ]  # fmt: skip
+
+#: Metric name of the evictor's own time (evict ns minus the KV free inside it).
+EVICT_OWN = "evict excl. KV free ns"
 
 #: At most this many indices are drawn per bootstrap chunk (bounds memory: ~8 bytes each).
 _CHUNK_ELEMENTS = 4_000_000
@@ -189,6 +203,35 @@ def _pairs(variants: list[str], baseline: Mapping[str, str]) -> list[tuple[str, 
     return out
 
 
+def resolve_baseline(
+    variants: Sequence[str], named: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Baseline value per axis (``evictor``, ``matcher``, ``flatten``): ``named[axis]`` when a
+    variant of ``variants`` (names in the order listed) has that value, else the value of the
+    first listed variant that has the axis; an axis no variant has is left out."""
+    named = named or {}
+    out: dict[str, str] = {}
+    parsed = [parse_variant(v) for v in variants]
+    for axis in AXIS_NAMES:
+        values = [str(getattr(p, axis)) for p in parsed if getattr(p, axis) is not None]
+        if not values:
+            continue
+        want = named.get(axis)
+        out[axis] = want if want is not None and want in values else values[0]
+    return out
+
+
+def _evict_own(ops: pd.DataFrame, variant: str) -> np.ndarray:
+    """Per evict call of ``variant``: its ns minus the ns of its ``evict_kv_free`` row (the
+    k-th of each, in recorded order); empty when the run recorded no KV-free rows."""
+    mine = ops[ops["variant"] == variant]
+    ev = mine.loc[mine["op"] == "evict", "ns"].to_numpy(np.float64)
+    free = mine.loc[mine["op"] == "evict_kv_free", "ns"].to_numpy(np.float64)
+    if free.size != ev.size or not ev.size:
+        return np.empty(0)
+    return ev - free
+
+
 def verdict_table(
     requests: pd.DataFrame,
     ops: pd.DataFrame,
@@ -196,12 +239,14 @@ def verdict_table(
     *,
     n_resamples: int = 1000,
     seed: int = 0,
+    request_metrics: bool = True,
 ) -> pd.DataFrame:
     """One row per (candidate, baseline partner, metric) with ratio, 95 % CI and verdict.
 
     ``requests``/``ops``: the per-request and per-op tables (docs/CONTRACTS.md); ``baseline``
     maps axis names (``evictor``, ``matcher``, optionally ``flatten``) to baseline values; other
     implementations are compared with radixbench's baseline evictor/matcher variant.
+    ``request_metrics=False`` leaves out the per-request latency rows (isolated clock).
     Metrics are named ``<op> ns`` (unit ns) and the request columns (unit s). Rows follow axis,
     candidate, metric order; pairs whose samples are empty for a metric are left out. Returns a
     frame with :data:`VERDICT_COLUMNS`; mutates nothing.
@@ -222,12 +267,14 @@ def verdict_table(
                     False,
                 )
             )
+        if axis == "evictor":
+            samples.append((EVICT_OWN, "ns", _evict_own(ops, base), _evict_own(ops, cand), False))
         # the same requests ran under both variants: pair them by rid (finished in both)
         both = done[done["variant"] == base].merge(
             done[done["variant"] == cand], on="rid", suffixes=("_b", "_c")
         )
         for col in REQUEST_METRICS:
-            if col in done.columns:
+            if request_metrics and col in done.columns:
                 samples.append(
                     (
                         col,
@@ -248,6 +295,7 @@ def verdict_table(
             ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed, paired=paired)
             rows.append(
                 {
+                    "axis": axis,
                     "metric": metric,
                     "unit": unit,
                     "candidate": cand,

@@ -129,3 +129,42 @@ def test_pipe_table_format() -> None:
 )
 def test_format_cell(value, shown) -> None:
     assert format_cell(value) == shown
+
+
+def test_report_leads_with_the_answer_and_flags_overload(
+    tmp_path, requests_df, ops_df, meta, equivalence_ok
+) -> None:
+    from radixbench.reports.headline import Answer
+
+    ans = Answer(
+        load=["OVERLOADED (a/b/c): queue grows without bound", "Load: overloaded — GPU busy"],
+        headline=["evict: persistent-heap 38× faster than heapify [35–41], 4,210 calls each"],
+        serving=["Serving metrics (TTFT, TPOT, E2E) are identical"],
+    )
+    ops_sum = op_summary(ops_df)
+    text = write_report_md(
+        tmp_path,
+        meta=meta,
+        op_summary=ops_sum,
+        variant_summary=variant_summary(requests_df),
+        speedups=speedups(ops_sum, BASELINE),
+        equivalence=equivalence_ok,
+        plots={},
+        tables={},
+        answer=ans,
+    ).read_text(encoding="utf-8")
+    top = text.split("## Run")[0]  # everything before the run settings
+    assert "> **OVERLOADED (a/b/c): queue grows without bound**" in top
+    assert top.index("OVERLOADED") < top.index("## Answer") < top.index("### Serving effect")
+    assert "- evict: persistent-heap 38× faster than heapify [35–41]" in top
+
+
+def test_rendered_report_puts_the_answer_first(rendered_run) -> None:
+    result, _ = rendered_run
+    text = result["report_md"].read_text(encoding="utf-8")
+    assert text.index("## Answer") < text.index("## Run") < text.index("## Verdicts")
+    assert "- evict: persistent-heap" in text and "Load: served" in text
+    assert "identical across variants by construction" in text  # isolated clock
+    html = result["report_html"].read_text(encoding="utf-8")
+    assert "<h2>Answer</h2>" in html and 'class="scroll"' in html
+    assert html.index("<h2>Answer</h2>") < html.index("<h2>Run</h2>")

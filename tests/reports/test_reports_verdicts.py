@@ -6,7 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radixbench.reports.verdicts import VERDICT_COLUMNS, bootstrap_ratio, verdict, verdict_table
+from radixbench.reports.tables import OP_COLUMNS
+from radixbench.reports.verdicts import (
+    EVICT_OWN,
+    VERDICT_COLUMNS,
+    bootstrap_ratio,
+    resolve_baseline,
+    verdict,
+    verdict_table,
+)
 
 BASELINE = {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
 
@@ -134,3 +142,52 @@ def test_request_metrics_pair_by_rid(requests_df, ops_df) -> None:
     ttft = table[table["metric"] == "ttft_s"].iloc[0]
     assert (ttft["ratio"], ttft["ci_low"], ttft["ci_high"]) == pytest.approx((2.0, 2.0, 2.0))
     assert ttft["verdict"] == "faster"
+
+
+def test_resolve_baseline_takes_the_named_value_else_the_first_listed() -> None:
+    listed = ["persistent-heap/galloping/numpy", "lru-list/linear/numpy", "sglang/chain"]
+    assert resolve_baseline(listed) == {
+        "evictor": "persistent-heap",
+        "matcher": "galloping",
+        "flatten": "numpy",
+    }
+    named = resolve_baseline(listed, {"matcher": "linear", "evictor": "heapify"})
+    # heapify was not run: the first listed evictor stands in
+    assert named == {"evictor": "persistent-heap", "matcher": "linear", "flatten": "numpy"}
+    assert resolve_baseline(["sglang/chain"]) == {"flatten": "chain"}
+
+
+def test_any_set_of_variants_gets_verdicts(requests_df, ops_df) -> None:
+    """No heapify / linear / sum: the first listed variant is the baseline of each axis."""
+    keep = ["persistent-heap/galloping/chain", "heapify/galloping/chain"]
+    ops = ops_df[ops_df["variant"].isin(keep)]
+    req = requests_df[requests_df["variant"].isin(keep)]
+    table = verdict_table(req, ops, resolve_baseline(keep), n_resamples=50)
+    assert set(table["candidate"]) == {"heapify/galloping/chain"}
+    assert set(table["baseline"]) == {"persistent-heap/galloping/chain"}
+    row = table[table["metric"] == "evict ns"].iloc[0]
+    assert row["axis"] == "evictor" and row["verdict"] == "slower"  # heapify is slower
+
+
+def test_isolated_clock_has_no_request_metric_rows(requests_df, ops_df) -> None:
+    table = verdict_table(requests_df, ops_df, BASELINE, n_resamples=20, request_metrics=False)
+    assert len(table) and not set(table["metric"]) & {"ttft_s", "tpot_s", "e2e_s"}
+    coupled = verdict_table(requests_df, ops_df, BASELINE, n_resamples=20)
+    assert {"ttft_s", "e2e_s"} <= set(coupled["metric"])
+
+
+def test_evictor_time_excludes_the_kv_free() -> None:
+    """``evict excl. KV free ns`` = each evict call minus its evict_kv_free row."""
+    rows = []
+    for variant, own, free in (("heapify/linear/chain", 1000, 500), ("lru/linear/chain", 100, 500)):
+        for k in range(40):
+            for op, ns in (("evict", own + free + k), ("evict_kv_free", free)):
+                rows.append((variant, op, ns, 16, 16, 10, 100, 5000, float(k)))
+    ops = pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    req = pd.DataFrame({c: pd.Series(dtype="float64") for c in ["rid"]})
+    req = req.assign(variant=pd.Series(dtype=str), status=pd.Series(dtype=str))
+    table = verdict_table(req, ops, {"evictor": "heapify"}, n_resamples=50)
+    by = table.set_index("metric")
+    assert by.loc["evict ns", "ratio"] == pytest.approx(1519.5 / 619.5)
+    assert by.loc[EVICT_OWN, "ratio"] == pytest.approx(1019.5 / 119.5)
+    assert by.loc[EVICT_OWN, "baseline_median"] == pytest.approx(1019.5)

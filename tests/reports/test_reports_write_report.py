@@ -10,6 +10,17 @@ import pytest
 from radixbench.reports import write_report
 from radixbench.reports.tables import read_table
 
+PLOT_NAMES = (
+    "verdict_bars",
+    "op_cdf",
+    "evict_vs_leaves",
+    "cost_vs_tree",
+    "match_vs_len",
+    "match_vs_matched",
+    "request_cdfs",
+    "hit_rate_over_time",
+)
+
 EXPECTED_FILES = {
     "requests.parquet",
     "requests.csv",
@@ -25,20 +36,7 @@ EXPECTED_FILES = {
     "verdicts.csv",
     "report.md",
     "report.html",
-    *(
-        f"plots/{name}.{ext}"
-        for name in (
-            "verdict_bars",
-            "op_cdf",
-            "evict_vs_leaves",
-            "cost_vs_tree",
-            "match_vs_len",
-            "match_vs_matched",
-            "request_cdfs",
-            "hit_rate_over_time",
-        )
-        for ext in ("png", "svg")
-    ),
+    *(f"plots/{name}.png" for name in PLOT_NAMES),  # SVG only with svg=True
 }
 
 
@@ -110,7 +108,8 @@ def test_new_tables_and_meta_are_rendered(
     )
     assert {"timeseries", "metrics"} <= set(result["tables"])
     pd.testing.assert_frame_equal(read_table(tmp_path, "timeseries"), timeseries_df)
-    assert (tmp_path / "plots" / "kv_queue_over_time.svg").is_file()
+    assert (tmp_path / "plots" / "kv_queue_over_time.png").is_file()
+    assert not (tmp_path / "plots" / "kv_queue_over_time.svg").exists()
     text = result["report_md"].read_text(encoding="utf-8")
     assert "- **clock mode**: coupled (measured CPU time advances simulated time)" in text
     assert "vs ceiling 50.0 %" in text and "last half of the trace: 62.5 %" in text
@@ -192,3 +191,46 @@ def test_unrendered_report_still_validates(tmp_path, requests_df, ops_df, meta, 
             render=False,
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_svg_on_request_and_progress_on_stderr(
+    tmp_path, requests_df, ops_df, meta, equivalence_ok, capsys
+) -> None:
+    result = write_report(
+        tmp_path / "run",
+        requests_df,
+        ops_df,
+        meta,
+        equivalence_ok,
+        n_resamples=20,
+        svg=True,
+        progress=True,
+    )
+    svgs = {f"plots/{name}.svg" for name in PLOT_NAMES}
+    assert _files(tmp_path / "run") == EXPECTED_FILES | svgs
+    for png in result["plots"].values():
+        assert "<svg" in png.with_suffix(".svg").read_text(encoding="utf-8")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "report" in captured.err and "step" in captured.err  # the tqdm bar, on stderr
+    write_report(
+        tmp_path / "quiet",
+        requests_df,
+        ops_df,
+        meta,
+        equivalence_ok,
+        n_resamples=20,
+        progress=False,
+    )
+    assert capsys.readouterr().err == ""
+
+
+def test_import_does_not_load_matplotlib() -> None:
+    """matplotlib is imported when a report is rendered, not by ``import radixbench.reports``
+    (the compare CLI imports it before its first simulated event)."""
+    import subprocess
+    import sys
+
+    code = "import sys, radixbench.reports; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

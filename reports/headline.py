@@ -1,0 +1,195 @@
+"""The answer a report leads with: one headline line per compared axis, then the serving effect.
+
+A headline line reads the verdict table (:func:`radixbench.reports.verdicts.verdict_table`)
+for the candidate that differs from the baseline variant on that axis only, e.g.::
+
+    evict: persistent-heap 4.5x faster than heapify [4.3-4.8], 3,507 calls each, median 1,105
+    evictable leaves
+
+with the ratio of medians, its 95 % bootstrap CI, the calls (n) and the condition the calls
+saw (:func:`radixbench.reports.diagnostics.axis_checks`). An axis that was not exercised gets
+its reason instead and no claim. The serving effect follows: under the coupled clock the TTFT /
+TPOT / E2E verdicts of the same pairs; under the isolated clock one sentence why they are
+identical, and the measured CPU time as a share of simulated time (what coupling could add).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
+from radixbench.reports.variant_names import AXIS_NAMES, parse_variant
+from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN
+
+__all__ = ["ISOLATED_NOTE", "Answer", "answer", "withhold"]
+
+#: The sentence that replaces the serving-metric verdicts under the isolated clock.
+ISOLATED_NOTE = (
+    "Serving metrics (TTFT, TPOT, E2E) are identical across variants by construction: under "
+    "the isolated clock measured CPU time is recorded but never added to simulated time, so "
+    "every variant runs the same schedule. Rerun with `--clock coupled` to measure the "
+    "serving effect."
+)
+
+_PRIMARY = {"evictor": "evict ns", "matcher": "match_prefix ns", "flatten": "build_extend ns"}
+_UNITS = {"evictor": "calls", "matcher": "calls", "flatten": "batches", "impl": "calls"}
+_REQUEST = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """``load``: overload flags and the utilisation line (top of the report); ``headline``:
+    one line per compared axis and candidate; ``serving``: the serving-effect lines;
+    ``checks``: the axis checks (axes not exercised are withheld from claims)."""
+
+    load: list[str]
+    headline: list[str]
+    serving: list[str]
+    checks: dict[str, AxisCheck] = field(default_factory=dict)
+
+    @property
+    def lines(self) -> list[str]:
+        return [*self.load, *self.headline, *self.serving]
+
+
+def _x(r: float) -> str:
+    if math.isnan(r):
+        return "n/a"
+    if math.isinf(r):
+        return "inf"
+    return f"{r:.3g}"
+
+
+def _compare(row: pd.Series, cand: str, base: str) -> str:
+    """``cand 4.5x faster than base [4.3-4.8]`` (or slower / no significant difference)."""
+    ratio, lo, hi = float(row["ratio"]), float(row["ci_low"]), float(row["ci_high"])
+    ci = f"[{_x(lo)}–{_x(hi)}]"
+    if row["verdict"] == "faster":
+        return f"{cand} {_x(ratio)}× faster than {base} {ci}"
+    if row["verdict"] == "slower":
+        inv = f"{_x(1 / ratio)}× slower" if ratio > 0 else "slower"  # ratio < 1: candidate slower
+        return f"{cand} {inv} than {base} (ratio {_x(ratio)} {ci})"
+    return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci})"
+
+
+def _axis_label(name: str, axis: str) -> str:
+    v = parse_variant(name)
+    value = getattr(v, axis, None) if axis in AXIS_NAMES else None
+    return str(value) if value is not None else v.impl
+
+
+def _main_rows(verdicts: pd.DataFrame, axis: str, baseline: Mapping[str, str]) -> pd.DataFrame:
+    """Rows of ``axis`` whose baseline variant has the baseline value on every other axis (the
+    comparison at the baseline's settings); for ``impl`` all rows."""
+    rows = verdicts[verdicts["axis"] == axis]
+    if axis == "impl" or rows.empty:
+        return rows
+    keep = []
+    for base in rows["baseline"]:
+        v = parse_variant(str(base))
+        keep.append(all(getattr(v, a) == baseline.get(a, getattr(v, a)) for a in AXIS_NAMES))
+    return rows[keep]
+
+
+def withhold(verdicts: pd.DataFrame, checks: Mapping[str, AxisCheck]) -> pd.DataFrame:
+    """A copy of ``verdicts`` whose rows on a not-exercised axis read ``not compared`` in the
+    ``verdict`` column (no claim)."""
+    out = verdicts.copy()
+    if out.empty or "axis" not in out:
+        return out
+    bad = out["axis"].map(lambda a: a in checks and not checks[a].ok)
+    out.loc[bad, "verdict"] = "not compared"
+    return out
+
+
+def answer(
+    verdicts: pd.DataFrame,
+    ops: pd.DataFrame,
+    baseline: Mapping[str, str],
+    *,
+    loads: Sequence[Load] = (),
+    metrics: pd.DataFrame | None = None,
+    clock: str = "isolated",
+) -> Answer:
+    """The :class:`Answer` of a run: ``verdicts`` from ``verdict_table`` (with its ``axis``
+    column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis, ``loads``
+    from :func:`~radixbench.reports.diagnostics.load_check`, ``metrics`` the serving-metrics
+    table (``measured_cpu_s`` and ``duration_s`` used when present). Pure."""
+    axes = [a for a in AXIS_OPS if not verdicts.empty and (verdicts["axis"] == a).any()]
+    checks = axis_checks(ops, axes)
+    head: list[str] = []
+    serving: list[str] = []
+    for axis in axes:
+        check = checks[axis]
+        rows = _main_rows(verdicts, axis, baseline)
+        if not check.ok:
+            head.append(f"{axis}: NOT COMPARED — {check.reason}.")
+            continue
+        op_rows = rows[rows["metric"].str.endswith(" ns")]
+        for cand in dict.fromkeys(op_rows["candidate"]):
+            mine = op_rows[op_rows["candidate"] == cand]
+            base = str(mine["baseline"].iloc[0])
+            c_label, b_label = _axis_label(str(cand), axis), _axis_label(base, axis)
+            metrics_here = (
+                [_PRIMARY[axis]] if axis in _PRIMARY else [f"{op} ns" for op in AXIS_OPS[axis][1]]
+            )
+            for metric in metrics_here:
+                hit = mine[mine["metric"] == metric]
+                if hit.empty:
+                    continue
+                r = hit.iloc[0]
+                op = metric.removesuffix(" ns")
+                n_c, n_b = int(r["n_candidate"]), int(r["n_baseline"])
+                unit = _UNITS[axis]
+                n = f"{n_c:,} {unit} each" if n_c == n_b else f"{n_c:,} vs {n_b:,} {unit}"
+                cond = f", {check.condition}" if check.condition else ""
+                head.append(f"{op}: {_compare(r, c_label, b_label)}, {n}{cond}.")
+            own = mine[mine["metric"] == EVICT_OWN]
+            if axis == "evictor" and not own.empty:
+                r = own.iloc[0]
+                free_b = _free_p50(ops, base)
+                free_c = _free_p50(ops, str(cand))
+                head.append(
+                    f"evictor alone (KV free excluded): {_compare(r, c_label, b_label)}; the "
+                    f"KV-slot free inside each evict call took p50 {free_b:,.0f} ns "
+                    f"({b_label}) / {free_c:,.0f} ns ({c_label}), freeing the same slots in both."
+                )
+            if clock == "coupled":
+                for col, label in _REQUEST.items():
+                    req = rows[(rows["candidate"] == cand) & (rows["metric"] == col)]
+                    if not req.empty:
+                        serving.append(
+                            f"{label} p50: {_compare(req.iloc[0], c_label, b_label)}, "
+                            f"{int(req.iloc[0]['n_candidate']):,} requests paired."
+                        )
+    if clock != "coupled":
+        serving.append(ISOLATED_NOTE)
+        serving += _cpu_share(metrics)
+    return Answer(load_lines(loads), head, serving, checks)
+
+
+def _free_p50(ops: pd.DataFrame, variant: str) -> float:
+    sel = ops[(ops["variant"] == variant) & (ops["op"] == "evict_kv_free")]
+    return float(sel["ns"].median()) if len(sel) else float("nan")
+
+
+def _cpu_share(metrics: pd.DataFrame | None) -> list[str]:
+    """Measured CPU time of cache ops and batch builds as a share of simulated time, per
+    variant: the most the coupled clock would add."""
+    if metrics is None or not {"measured_cpu_s", "duration_s", "variant"} <= set(metrics):
+        return []
+    parts = []
+    for _, m in metrics.iterrows():
+        dur = float(m["duration_s"])
+        if dur > 0:
+            parts.append(f"{m['variant']} {float(m['measured_cpu_s']) / dur:.1%}")
+    if not parts:
+        return []
+    return [
+        "Measured CPU time of cache ops and batch builds, as a share of simulated time (what "
+        "the coupled clock would add): " + ", ".join(parts) + "."
+    ]
