@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint install clean bench
+.PHONY: demo test lint install clean bench bench-sim
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml Makefile | $(BIN)/python
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(BIN)/radixbench compare --requests 1000
+	$(BIN)/radixbench compare
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"
@@ -34,6 +34,12 @@ test: $(VENV)/.installed
 # regenerates BENCHMARKS.md. Run it on a quiet machine.
 bench: $(VENV)/.installed
 	$(BIN)/radixbench bench cache --out runs/bench --markdown BENCHMARKS.md
+
+# Simulator speed (a few minutes): the whole Mooncake conversation trace for one variant,
+# start-up to the first simulated event, `radixbench --help`, and the demo run's report writing;
+# prints the figures and refreshes the "Simulator speed" section of BENCHMARKS.md.
+bench-sim: $(VENV)/.installed
+	$(BIN)/radixbench bench sim --markdown BENCHMARKS.md
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
