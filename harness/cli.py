@@ -8,39 +8,84 @@ its own ``cmd_*`` module exposing ``register(subparsers)``, which sets ``func`` 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from radixbench.harness import (
-    cmd_bench,
-    cmd_compare,
-    cmd_plot,
-    cmd_profile,
-    cmd_scenarios,
-    cmd_sweep,
-)
 from radixbench.harness.cliutil import Parser, UsageError
 
-#: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = (cmd_compare, cmd_scenarios, cmd_sweep, cmd_bench, cmd_profile, cmd_plot)
+#: Subcommand name -> (module under ``radixbench.harness``, one-line help), in the order
+#: ``--help`` lists them. The modules import torch, pandas, matplotlib, dask or scalene, so
+#: :func:`main` imports only the one the command line names; the others get a stub parser with
+#: this help (the same text their ``register`` gives, checked by tests/harness/test_cli.py), so
+#: ``radixbench --help`` imports none of them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "compare": ("cmd_compare", "run one scenario under several cache algorithm variants"),
+    "scenarios": ("cmd_scenarios", "list the bundled scenarios (run one with compare NAME)"),
+    "sweep": ("cmd_sweep", "run a grid of scenario parameters x variants x seeds"),
+    "study": (
+        "cmd_study",
+        "serving effect of an algorithm family vs the quantity its cost scales with",
+    ),
+    "replay": (
+        "cmd_replay",
+        "hit rate of every eviction policy on a trace vs LRU, Belady's bound and the ceiling",
+    ),
+    "bench": ("cmd_bench", "microbenchmarks of cache algorithm variants"),
+    "profile": ("cmd_profile", "run a comparison under scalene and print the hottest lines"),
+    "plot": ("cmd_plot", "re-render tables, plots and reports of a saved run"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="radixbench", description=__doc__.splitlines()[0])
+#: What ``radixbench --help`` says first (plain text: argparse shows it verbatim).
+DESCRIPTION = (
+    "Simulate and profile the radix prefix cache of an LLM serving engine (SGLang 0.5.23's "
+    "RadixCache): compare cache algorithm variants on a workload, sweep, study, replay, bench."
+)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``radixbench`` parser. ``only=None`` registers every subcommand in full (imports
+    every ``cmd_*`` module); ``only=NAME`` registers ``NAME`` in full and the others as stubs
+    that carry only their help line (what :func:`main` does: start-up stays fast)."""
+    parser = Parser(prog="radixbench", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in COMMANDS:
-        module.register(sub)
+    for name, (module, help_text) in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"radixbench.harness.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names ("" when none: ``--help``, or a wrong name)."""
+    first = next((a for a in argv if not a.startswith("-")), "")
+    return first if first in COMMANDS else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``radixbench`` console script; returns the exit status."""
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args))
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(_command(argv)).parse_args(argv)
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe fails here, inside the try, not at exit
+        return status
     except UsageError as e:
         print(f"radixbench: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`radixbench scenarios | head -3`): the Python docs' recipe
+        # (library/signal.html, "Note on SIGPIPE") — point stdout at devnull so the final
+        # flush at exit cannot fail again, and exit quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass  # stdout has no file descriptor (captured): nothing to flush
+        return 1
     except (ValueError, OSError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"radixbench: error: {msg}", file=sys.stderr)

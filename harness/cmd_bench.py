@@ -1,9 +1,13 @@
-"""``radixbench bench cache``: microbenchmarks of matchers, evictors and insert.
+"""``radixbench bench cache|alloc``: microbenchmarks of matchers, evictors, insert and the KV
+allocators.
 
-Prints the tables and the ratios against the issue's targets, writes ``bench_cache.csv`` and two
-plots (``match_vs_len.png``, ``evict_vs_leaves.png``) into ``--out``, and with ``--markdown FILE``
-writes the whole report (machine details included) atomically to ``FILE`` (``make bench``
-regenerates ``BENCHMARKS.md`` this way).
+``bench cache`` prints the tables and the ratios against the issue's targets, writes
+``bench_cache.csv``, ``bench_alloc.csv`` and two plots (``match_vs_len.png``,
+``evict_vs_leaves.png``) into ``--out``, and with ``--markdown FILE`` writes the whole report
+(machine details and the KV-allocator section of ``bench alloc`` included) atomically to
+``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` this way). ``bench alloc`` runs only the
+KV-allocator benchmark (radixbench's allocators against sglang's, ``harness/bench_alloc.py``)
+and prints (``--markdown``: writes) its section with the machine details.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from radixbench.harness.bench_cache import BenchSpec, run_all
+from radixbench.harness.bench_alloc import AllocBenchSpec, bench_alloc_section
+from radixbench.harness.bench_cache import GC_METHOD, BenchSpec, run_all
 from radixbench.harness.cliutil import positive_int
 from radixbench.harness.runinfo import environment
 
@@ -26,11 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``bench`` to the subcommands."""
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     b.set_defaults(func=run)
-    b.add_argument("target", choices=["cache"], help="what to benchmark")
+    b.add_argument("target", choices=["cache", "alloc", "sim"], help="what to benchmark")
     b.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
     b.add_argument("--reps", type=positive_int, help="interleaved repetitions per point")
     b.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
     b.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
+    from radixbench.harness import bench_sim  # `bench sim` (harness/bench_sim.py)
+
+    bench_sim.add_arguments(b)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -55,47 +63,57 @@ def _table(df: pd.DataFrame, index: list[str], value: str, fmt: str) -> str:
 
 
 def targets(df: pd.DataFrame) -> list[tuple[str, float, str, bool]]:
-    """``(target, measured, required, met)`` for the issue's ratio targets, from one run."""
+    """``(target, measured, required, met)`` for the issue's ratio targets, from one run: the
+    matchers against the ``bytes==`` floor, the evictors timed alone and interleaved."""
     out: list[tuple[str, float, str, bool]] = []
     m = df[df.bench == "match"]
-    best = [v for v in m.variant.unique() if v not in ("array==", "linear", "galloping")]
+    refs = ("bytes==", "array==", "linear", "galloping")
+    best = [v for v in m.variant.unique() if v not in refs]
     for shape, limit in (("edge", 2.0), ("path", 5.0)):
         rows = m[(m["shape"] == shape) & (m["tokens"] == m["tokens"].max())]
         rows = rows[rows.variant.isin(best)]
         if len(rows):
-            r = rows.loc[rows["x_array_eq"].idxmin()]
+            r = rows.loc[rows["x_bytes_eq"].idxmin()]
             nodes = int(r["nodes"])
-            name = f"best matcher ({r.variant}) / array== at {int(r.tokens):,} tokens, {nodes} node"
-            out.append((name, float(r.x_array_eq), f"<= {limit}x", r.x_array_eq <= limit))
-    e = df[(df.bench == "evict") & (df.leaves > 0)]
-    e = e[e.nodes == e.leaves]  # every leaf evictable (not the trees with locked leaves)
-    n = 50_000 if (e.leaves == 50_000).any() else int(e.leaves.max())
-    at = e[e.leaves == n].set_index("variant")["median_ns"]
-    for base, what in (("heapify-walk", "leaves"), ("heapify", "evictable leaves")):
-        if {base, "persistent-heap"} <= set(at.index):
-            ratio = at[base] / at["persistent-heap"]
-            name = f"{base} / persistent-heap, evict(16) at {n:,} {what}"
-            out.append((name, ratio, ">= 200x", ratio >= 200))
-    if {"persistent-heap", "lru-list"} <= set(at.index):
-        lr = at["persistent-heap"] / at["lru-list"]
-        out.append((f"persistent-heap / lru-list at {n:,} leaves", lr, "> 1x", lr > 1))
+            name = f"best matcher ({r.variant}) / bytes== at {int(r.tokens):,} tokens, {nodes} node"
+            out.append((name, float(r.x_bytes_eq), f"<= {limit}x", r.x_bytes_eq <= limit))
+    for timing in ("alone", "interleaved"):
+        e = df[(df.bench == "evict") & (df.leaves > 0) & (df.timing == timing)]
+        e = e[e.nodes == e.leaves]  # every leaf evictable (not the trees with locked leaves)
+        if not len(e):
+            continue
+        n = 50_000 if (e.leaves == 50_000).any() else int(e.leaves.max())
+        at = e[e.leaves == n].set_index("variant")["median_ns"]
+        for base, what in (("heapify-walk", "leaves"), ("heapify", "evictable leaves")):
+            if {base, "persistent-heap"} <= set(at.index):
+                ratio = at[base] / at["persistent-heap"]
+                name = f"{base} / persistent-heap, evict(16) at {n:,} {what}, {timing}"
+                out.append((name, ratio, ">= 200x", ratio >= 200))
+        if {"persistent-heap", "lru-list"} <= set(at.index):
+            lr = at["persistent-heap"] / at["lru-list"]
+            name = f"persistent-heap / lru-list at {n:,} leaves, {timing}"
+            out.append((name, lr, "> 1x", lr > 1))
     return out
 
 
 METHOD = (
-    "Method: every figure is the median of interleaved repetitions (each round times every "
-    "variant once, in turn, so background load hits them alike; as in `timeit`, the garbage "
-    "collector is off during each timed call and runs between rounds); ratios are taken within "
-    "this run. `match` times the matching walk of `match_prefix` (child lookup + matcher per "
-    "node; no split, no index gather) for a fully cached key, on one edge and along a "
-    "1,000-node path, against a whole-array `==` of the same tokens (two `array('q')`, "
-    "CPython's typed item loop in C). `evict` times `evict(16)` with a no-op `free`, so it is "
+    "Method: every figure is the median of repetitions, interleaved unless said otherwise "
+    "(each round times every variant once, in turn, so background load hits them alike); "
+    "ratios are taken within this run; {gc}. `match` times the matching walk of "
+    "`match_prefix` (child lookup + matcher per node; no split, no index gather) for a fully "
+    "cached key, on one edge and along a 1,000-node path, against the floor `bytes==`: `==` of "
+    "two `bytes` copies of the same int64 tokens, one `memcmp` (`array==`, two `array('q')` "
+    "compared by CPython's typed item loop, is shown for reference). `evict` times "
+    "`evict(16)` with a no-op `free`, so it is "
     "the evictor's data structure alone (the real allocator's `free` per victim is given "
     "separately), on trees of N one-token LRU leaves under the root: every leaf evictable, "
     "and {locked}. Each tree first gets one untimed `evict(16)` (the "
     "persistent heap drops the entries the locks made stale), and the victims of that call and "
     "of one after the timed rounds must agree across evictors; every call evicts 16 more leaves "
-    "of the same tree. `insert` times 1,000-token inserts sharing 0-900-token prefixes. See "
+    "of the same tree. Each evictor is timed both interleaved and alone (one untimed call, then "
+    "all repetitions back to back, on trees of its own built alike): interleaving evicts the "
+    "other evictors' data from the CPU caches, which inflates the O(log n) evictors. `insert` "
+    "times 1,000-token inserts sharing 0-900-token prefixes. See "
     "`harness/bench_cache.py`."
 )
 
@@ -132,7 +150,11 @@ def _speedups(e: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def report(df: pd.DataFrame, env: dict[str, object], command: str) -> str:
+def report(
+    df: pd.DataFrame, env: dict[str, object], command: str, alloc_md: str | None = None
+) -> str:
+    """The whole ``bench cache`` report in Markdown; ``alloc_md``: the KV-allocator section of
+    ``bench alloc``, appended when given."""
     e = df[(df.bench == "evict") & (df.leaves > 0)].copy()
     pairs = sorted({(int(n), int(v)) for n, v in zip(e.nodes, e.leaves) if n != v})
     locked = (
@@ -142,7 +164,7 @@ def report(df: pd.DataFrame, env: dict[str, object], command: str) -> str:
         if pairs
         else "no tree with locked leaves in this run"
     )
-    method = METHOD.format(locked=locked)
+    method = METHOD.format(locked=locked, gc=GC_METHOD)
     lines = ["# Cache microbenchmarks", "", f"Regenerate: `{command}`", "", method, ""]
     lines += [EVICTORS_TEXT, ""]
     lines += ["## Machine", ""]
@@ -153,17 +175,22 @@ def report(df: pd.DataFrame, env: dict[str, object], command: str) -> str:
         lines.append(f"| {name} | {val:.2f}x | {req} | {'yes' if met else 'NO'} |")
     m = df[df.bench == "match"].copy()
     m["median_us"] = m["median_ns"] / 1e3
-    lines += ["", "## match: median µs of the matching walk (array== is the reference)", ""]
+    lines += ["", "## match: median µs of the matching walk (bytes== is the floor)", ""]
     lines += [_table(m, ["shape", "nodes", "tokens"], "median_us", ".1f"), ""]
-    lines += ["ratio to array== of the same tokens in the same rounds:", ""]
-    lines += [_table(m, ["shape", "nodes", "tokens"], "x_array_eq", ".2f"), ""]
+    lines += ["ratio to bytes== (memcmp) of the same tokens in the same rounds:", ""]
+    lines += [_table(m, ["shape", "nodes", "tokens"], "x_bytes_eq", ".2f"), ""]
     e["median_us"] = e["median_ns"] / 1e3
-    lines += ["## evict(16): median µs vs tree nodes and evictable leaves (LRU, no-op free)", ""]
-    lines += ["Rows with fewer evictable leaves than nodes: the other leaves are locked.", ""]
-    shown = e.rename(columns={"leaves": "evictable leaves"})
-    lines += [_table(shown, ["nodes", "evictable leaves"], "median_us", ".1f"), ""]
-    lines += ["speed-up over each baseline (ratio of medians in the same rounds):", ""]
-    lines += [_speedups(e), ""]
+    for timing, how in (("alone", "each evictor timed alone"), ("interleaved", "interleaved")):
+        t = e[e.timing == timing]
+        if not len(t):
+            continue
+        lines += [f"## evict(16), {how}: median µs vs tree nodes and evictable leaves", ""]
+        lines += ["LRU, no-op free. Rows with fewer evictable leaves than nodes: the others are"]
+        lines += ["locked.", ""]
+        shown = t.rename(columns={"leaves": "evictable leaves"})
+        lines += [_table(shown, ["nodes", "evictable leaves"], "median_us", ".1f"), ""]
+        lines += [f"speed-up over each baseline (ratio of medians, {how}):", ""]
+        lines += [_speedups(t), ""]
     free = df[(df.bench == "evict") & (df.leaves == 0)]
     if len(free):
         ns = float(free.median_ns.iloc[0])
@@ -173,6 +200,8 @@ def report(df: pd.DataFrame, env: dict[str, object], command: str) -> str:
     i["median_us"] = i["median_ns"] / 1e3
     lines += ["## insert: median µs per 1,000-token insert (shared prefixes)", ""]
     lines += [_table(i, ["tokens"], "median_us", ".1f"), ""]
+    if alloc_md:
+        lines += [alloc_md, ""]
     return "\n".join(lines)
 
 
@@ -195,16 +224,48 @@ def _plots(df: pd.DataFrame, out: Path) -> None:
     e = df[(df.bench == "evict") & (df.leaves > 0)]
     e = e[e.nodes == e.leaves]  # the trees with locked leaves are in the markdown only
     fig, ax = plt.subplots(figsize=(6, 4))
-    for v, g in e.groupby("variant"):
-        ax.loglog(g.leaves, g.median_ns / 1e3, marker="o", label=v)
+    for key, g in e.groupby(["variant", "timing"]):
+        v, timing = cast("tuple[str, str]", key)
+        style = "-" if timing == "alone" else ":"
+        ax.loglog(g.leaves, g.median_ns / 1e3, style, marker="o", label=f"{v} ({timing})")
     ax.set(title="evict(16), every leaf evictable", xlabel="evictable leaves", ylabel="µs")
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "evict_vs_leaves.png", dpi=100)
     plt.close(fig)
 
 
+def _alloc_section(args: argparse.Namespace) -> str:
+    """Run ``bench alloc`` (quick with ``--quick``), write ``bench_alloc.csv`` into ``--out``;
+    returns its Markdown section."""
+    spec = AllocBenchSpec.quick() if args.quick else AllocBenchSpec()
+    if args.reps:
+        spec = AllocBenchSpec(**{**spec.__dict__, "rounds": args.reps})
+    rows, text = bench_alloc_section(spec)
+    args.out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(args.out / "bench_alloc.csv", index=False)
+    return text
+
+
+def _run_alloc(args: argparse.Namespace) -> int:
+    section = _alloc_section(args)
+    cmd = "radixbench bench alloc" + (" --quick" if args.quick else "")
+    lines = ["# KV allocator benchmark", "", f"Regenerate: `{cmd}`", "", "## Machine", ""]
+    lines += [f"- {k}: {v}" for k, v in environment().items()]
+    text = "\n".join([*lines, "", section])
+    print(text)
+    if args.markdown:
+        _atomic_write(args.markdown, text + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.target == "sim":
+        from radixbench.harness import bench_sim
+
+        return bench_sim.run(args)
+    if args.target == "alloc":
+        return _run_alloc(args)
     spec = BenchSpec.quick() if args.quick else BenchSpec()
     if args.reps:
         spec = BenchSpec(**{**spec.__dict__, "reps": args.reps})
@@ -212,8 +273,9 @@ def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / "bench_cache.csv", index=False)
     _plots(df, args.out)
+    alloc_md = _alloc_section(args)
     cmd = "make bench" if not args.quick else "radixbench bench cache --quick"
-    text = report(df.replace({np.nan: None}), environment(), cmd)
+    text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md)
     print(text)
     if args.markdown:
         _atomic_write(args.markdown, text + "\n")

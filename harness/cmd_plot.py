@@ -8,12 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from radixbench.harness.cliutil import UsageError
-from radixbench.harness.equivalence import check_equivalence
-from radixbench.reports import write_report
-from radixbench.reports.tables import read_table
+
+# pandas, pyarrow and matplotlib are imported inside the functions: `radixbench --help` and a bad
+# RUN_DIR answer without loading them.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1000,
         help="bootstrap resamples per verdict (default 1000)",
     )
+    p.add_argument("--svg", action="store_true", help="also write each plot as SVG beside its PNG")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def load_run(run_dir: Path) -> dict[str, Any]:
@@ -36,10 +36,15 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     Raises :class:`UsageError` naming the folder or file when it is not a readable run folder.
     """
     if not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: not a run folder (no such directory)")
+        what = "a file" if run_dir.exists() else "no such directory"
+        raise UsageError(
+            f"{run_dir}: not a run folder ({what}; give one written by compare, e.g. runs/<ts>)"
+        )
     for stem in ("requests", "ops"):
         if not (run_dir / f"{stem}.parquet").is_file():
             raise UsageError(f"{run_dir}: not a run folder (missing {stem}.parquet)")
+    from radixbench.reports.tables import read_table
+
     out: dict[str, Any] = {}
     for stem in ("requests", "ops", "timeseries", "metrics"):
         path = run_dir / f"{stem}.parquet"
@@ -60,12 +65,19 @@ def load_run(run_dir: Path) -> dict[str, Any]:
     return out
 
 
-def rerender(run_dir: Path, n_resamples: int = 1000) -> dict[str, Any]:
+def rerender(
+    run_dir: Path, n_resamples: int = 1000, *, svg: bool = False, progress: bool | None = None
+) -> dict[str, Any]:
     """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
     (files replaced atomically one by one); the equivalence verdict is recomputed from the
-    per-request table. Returns the :class:`~radixbench.reports.ReportResult`."""
+    per-request table. ``svg``: also write SVG plots; ``progress``: a bar over the report steps
+    on stderr (None = only on a terminal). Returns the :class:`~radixbench.reports.ReportResult`.
+    """
+    from radixbench.harness.equivalence import check_equivalence
+    from radixbench.reports import write_report
+
     run = load_run(run_dir)
-    requests: pd.DataFrame = run["requests"]
+    requests = run["requests"]
     try:
         return dict(
             write_report(
@@ -77,6 +89,8 @@ def rerender(run_dir: Path, n_resamples: int = 1000) -> dict[str, Any]:
                 timeseries=run["timeseries"],
                 metrics=run["metrics"],
                 n_resamples=n_resamples,
+                svg=svg,
+                progress=progress,
             )
         )
     except (KeyError, ValueError) as e:
@@ -87,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     """Re-render the run; exit 0."""
     if args.resamples < 1:
         raise UsageError(f"--resamples must be >= 1, got {args.resamples}")
-    result = rerender(args.run_dir, args.resamples)
+    progress = False if args.no_progress else None
+    result = rerender(args.run_dir, args.resamples, svg=args.svg, progress=progress)
     print(f"re-rendered {len(result['tables'])} tables and {len(result['plots'])} plots")
     print(f"report: {result['report_md']}\nhtml:   {result['report_html']}")
     return 0

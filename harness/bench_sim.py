@@ -1,0 +1,309 @@
+"""``radixbench bench sim``: how fast the simulator itself is (a benchmark that prints figures,
+never a timed test).
+
+Four figures, each printed as measured on this machine:
+
+- **whole trace**: the bundled Mooncake conversation trace (all 12,031 requests unless
+  ``--requests``), one variant (default ``persistent-heap/galloping/numpy``), isolated clock,
+  every cache operation real and timed; CPU s (``time.process_time``), wall s, simulated events
+  and events per CPU-second. Run in this process, after the trace is loaded.
+- **start-up to first event**: wall s from launching ``radixbench compare`` in a fresh Python
+  process to the first simulated event (a marker the child prints when ``VariantSim.step`` is
+  first called: interpreter start, imports, trace loading and simulator set-up included).
+- **``radixbench --help``**: wall s of the whole command (best and median of ``--help-reps``).
+- **report writing**: wall s of ``reports.write_report`` (tables, summaries, plots,
+  ``report.md`` / ``report.html``) for the demo run (``make demo``: ``compare --requests
+  1000``), whose tables are simulated first (untimed) or read from ``--demo-run DIR``.
+
+``--markdown FILE`` writes the figures with the machine into ``FILE`` between
+:data:`START` and :data:`END` (replacing what was there, or appended), leaving the rest of the
+file — the cache-benchmark sections — as it was; written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+START = "<!-- bench-sim:start -->"
+END = "<!-- bench-sim:end -->"
+MARKER = "@@radixbench-first-event@@"
+DEFAULT_VARIANT = "persistent-heap/galloping/numpy"
+
+# The child of the start-up figure: patch VariantSim.step to print MARKER on its first call,
+# then run the CLI as `radixbench` would.
+_CHILD = f"""
+import sys
+import radixbench.sim.run as _run
+_orig = _run.VariantSim.step
+_seen = []
+def _step(self, n):
+    if not _seen:
+        _seen.append(1)
+        sys.stdout.write({MARKER!r} + "\\n")
+        sys.stdout.flush()
+    return _orig(self, n)
+_run.VariantSim.step = _step
+from radixbench.harness.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@dataclass
+class SimBench:
+    """The figures (s unless named otherwise); ``None`` where a figure was skipped."""
+
+    requests: int = 0
+    variant: str = DEFAULT_VARIANT
+    trace_cpu_s: float = float("nan")
+    trace_wall_s: float = float("nan")
+    events: int = 0
+    measured_s: float = float("nan")
+    startup_s: float | None = None
+    help_s: list[float] = field(default_factory=list)
+    report_s: float | None = None
+    report_requests: int = 0
+    env: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def events_per_cpu_s(self) -> float:
+        return self.events / self.trace_cpu_s if self.trace_cpu_s > 0 else float("nan")
+
+
+def time_trace(requests: int | None, variant: str) -> tuple[int, float, float, int, float]:
+    """Simulate the bundled Mooncake conversation trace (first ``requests``; None = all) under
+    ``variant`` (``evictor/matcher/flatten``), isolated clock, llama-3.1-8b-h100 cost model.
+    Returns ``(requests, cpu_s, wall_s, events, measured_s)``, ``measured_s`` being the
+    ``perf_counter_ns`` time of the timed cache operations and batch builds (top-level calls,
+    the metrics' ``measured_cpu_s``); the trace is loaded before the clocks start."""
+    import torch
+
+    from radixbench.sim import SimConfig, Variant, run_variant
+    from radixbench.sim.cost import load_cost_model
+    from radixbench.workloads import load_mooncake
+
+    torch.set_num_threads(1)
+    trace = load_mooncake(max_requests=requests)
+    cfg = SimConfig(cost=load_cost_model("llama-3.1-8b-h100"), clock="isolated")
+    v = Variant(*variant.split("/"))
+    w0, c0 = time.perf_counter(), time.process_time()
+    res = run_variant(trace, cfg, v, torch.device("cpu"))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    return len(trace), cpu, wall, res.events, float(res.metrics.get("measured_cpu_s", 0.0))
+
+
+def time_startup(timeout_s: float = 300.0) -> float:
+    """Wall s from launching ``compare --requests 50`` (default scenario, cpu) in a fresh
+    interpreter to its first simulated event; the child is stopped there. Raises
+    ``RuntimeError`` if it exits without reaching one."""
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        argv = ["compare", "--requests", "50", "--device", "cpu", "--no-progress", "--out", tmp]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.strip() == MARKER:
+                    return time.perf_counter() - t0
+                if time.perf_counter() - t0 > timeout_s:
+                    break
+        finally:
+            proc.kill()
+            proc.wait()
+    raise RuntimeError("start-up benchmark: the child never reached a simulated event")
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("radixbench")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "radixbench.harness"]
+
+
+def time_help(reps: int) -> list[float]:
+    """Wall s of ``radixbench --help`` (the installed console script), ``reps`` times."""
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        subprocess.run([*_cli(), "--help"], capture_output=True, check=True)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _read_run(run_dir: Path) -> dict[str, Any]:
+    import pandas as pd
+
+    def table(name: str) -> pd.DataFrame | None:
+        p = run_dir / f"{name}.parquet"
+        return pd.read_parquet(p) if p.exists() else None
+
+    requests, ops = table("requests"), table("ops")
+    if requests is None or ops is None:
+        raise ValueError(f"{run_dir}: not a run folder (no requests.parquet / ops.parquet)")
+    meta = json.loads((run_dir / "config.json").read_text())
+    return {
+        "requests": requests,
+        "ops": ops,
+        "timeseries": table("timeseries"),
+        "metrics": table("metrics"),
+        "meta": meta,
+    }
+
+
+def time_report(demo_run: Path | None, demo_requests: int) -> tuple[float, int]:
+    """Wall s of ``write_report`` for the demo run, into a temporary folder. The run's tables
+    come from ``demo_run`` or are simulated first (``compare --requests demo_requests`` on the
+    default scenario, tables only; untimed). Returns ``(seconds, requests per variant)``."""
+    from radixbench.harness.equivalence import check_equivalence
+    from radixbench.reports import write_report
+
+    with tempfile.TemporaryDirectory(prefix="bench-sim-report-") as tmp:
+        if demo_run is None:
+            from radixbench.harness.compare import CompareSpec, run_compare
+            from radixbench.harness.scenario import DEFAULT_SCENARIO, load_scenario
+
+            sc = load_scenario(DEFAULT_SCENARIO, {"arrivals.max_requests": demo_requests})
+            spec = CompareSpec(sc, device="cpu", out=Path(tmp) / "runs")
+            demo_run = run_compare(spec, progress=False, full_report=False).run_dir
+        run = _read_run(demo_run)
+        n = int(run["requests"]["rid"].nunique())
+        eq = check_equivalence(run["requests"])
+        out = Path(tmp) / "report"
+        out.mkdir()
+        t0 = time.perf_counter()
+        write_report(
+            out,
+            run["requests"],
+            run["ops"],
+            run["meta"],
+            eq,
+            timeseries=run["timeseries"],
+            metrics=run["metrics"],
+        )
+        return time.perf_counter() - t0, n
+
+
+def lines(b: SimBench) -> list[str]:
+    """The figures as printable lines (also the body of the markdown section)."""
+    out = [
+        f"whole trace: {b.requests:,} requests, variant {b.variant}, isolated clock: "
+        f"cpu {b.trace_cpu_s:.2f} s, wall {b.trace_wall_s:.2f} s, {b.events:,} events, "
+        f"{b.events_per_cpu_s:,.0f} events per cpu s",
+        f"  of which timed cache operations and batch builds (perf_counter_ns, wall): "
+        f"{b.measured_s:.2f} s",
+    ]
+    if b.startup_s is not None:
+        out.append(f"start-up to first simulated event: {b.startup_s:.2f} s wall")
+    if b.help_s:
+        out.append(
+            f"radixbench --help: {min(b.help_s):.2f} s wall (best of {len(b.help_s)}; "
+            f"median {statistics.median(b.help_s):.2f} s)"
+        )
+    if b.report_s is not None:
+        out.append(
+            f"report writing (demo run, {b.report_requests:,} requests x its variants): "
+            f"{b.report_s:.2f} s wall"
+        )
+    return out
+
+
+def markdown(b: SimBench, command: str) -> str:
+    """The ``Simulator speed`` section, markers included."""
+    body = [START, "## Simulator speed", "", f"Regenerate: `{command}`", ""]
+    body += [
+        "Figures of `radixbench bench sim` (harness/bench_sim.py): one run each, on the "
+        "machine below; every cache operation real and timed with `perf_counter_ns`.",
+        "",
+    ]
+    body += [f"- {x}" for x in lines(b)]
+    body += ["", "Machine:", ""]
+    body += [f"- {k}: {v}" for k, v in b.env.items()]
+    body += [END]
+    return "\n".join(body) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
+    section, or appended after a blank line; the file is created if missing). Atomic."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if START in text and END in text and text.index(START) < text.index(END):
+        head, rest = text.split(START, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        new = head + section + ("\n" + tail if tail else "")
+    else:
+        new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(new)
+    os.replace(tmp, path)
+
+
+def add_arguments(b: Any) -> None:
+    """The ``bench sim`` options (added to the ``bench`` parser, whose ``--quick`` and
+    ``--markdown`` it shares)."""
+    from radixbench.harness.cliutil import positive_int
+
+    g = b.add_argument_group("bench sim")
+    g.add_argument("--requests", type=positive_int, help="sim: first N trace requests (all)")
+    g.add_argument("--variant", default=DEFAULT_VARIANT, help="sim: evictor/matcher/flatten")
+    g.add_argument("--demo-run", type=Path, help="sim: time the report of this run folder")
+    g.add_argument(
+        "--demo-requests", type=positive_int, default=1000, help="sim: demo run size (1000)"
+    )
+    g.add_argument("--help-reps", type=positive_int, default=3, help="sim: --help timings (3)")
+    g.add_argument(
+        "--skip",
+        default="",
+        help="sim: comma list of figures to leave out: trace, startup, help, report",
+    )
+
+
+def run(args: Any) -> int:
+    """``radixbench bench sim``: measure, print, and with ``--markdown`` record the figures."""
+    from radixbench.harness.runinfo import environment
+
+    skip = {s.strip() for s in (args.skip or "").split(",") if s.strip()}
+    unknown = skip - {"trace", "startup", "help", "report"}
+    if unknown:
+        print(f"error: --skip: unknown figure(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    quick = bool(getattr(args, "quick", False))
+    requests = args.requests or (500 if quick else None)
+    b = SimBench(variant=args.variant, env=environment())
+    print(f"machine: {b.env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    if "trace" not in skip:
+        b.requests, b.trace_cpu_s, b.trace_wall_s, b.events, b.measured_s = time_trace(
+            requests, args.variant
+        )
+        print("\n".join(lines(b)[:2]), flush=True)
+    if "startup" not in skip:
+        b.startup_s = time_startup()
+        print(f"start-up to first simulated event: {b.startup_s:.2f} s wall", flush=True)
+    if "help" not in skip:
+        b.help_s = time_help(1 if quick else args.help_reps)
+        print(f"radixbench --help: {min(b.help_s):.2f} s wall (best)", flush=True)
+    if "report" not in skip:
+        demo = 100 if quick and args.demo_requests == 1000 else args.demo_requests
+        b.report_s, b.report_requests = time_report(args.demo_run, demo)
+        print(f"report writing: {b.report_s:.2f} s wall", flush=True)
+    print()
+    print("\n".join(lines(b)))
+    if args.markdown:
+        cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
+        write_section(args.markdown, markdown(b, cmd))
+        print(f"wrote the Simulator speed section of {args.markdown}")
+    return 0
