@@ -16,15 +16,21 @@ $(BIN)/python:
 # optional-dependency group cannot say --no-deps, hence no `sglang` extra. Offline, the step
 # warns and goes on: the tests that need sglang skip with the reason.
 SGLANG_PIN := sglang==0.5.23
-$(VENV)/.installed: pyproject.toml Makefile | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev]'
+# The demo needs only the runtime dependencies (.installed-run); the tests and lint add the dev
+# extras (.installed), so a fresh `make demo` does not wait for pytest, mypy or jupyter.
+$(VENV)/.installed-run: pyproject.toml Makefile | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
 	$(BIN)/python -m pip install -q --no-deps '$(SGLANG_PIN)' \
 		|| echo "sglang 0.5.23 not installed: SGLang fidelity tests will be skipped"
 	touch $@
 
+$(VENV)/.installed: $(VENV)/.installed-run
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
 install: $(VENV)/.installed
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-run
 	$(BIN)/radixbench compare
 
 test: $(VENV)/.installed
