@@ -28,17 +28,20 @@ import pandas as pd
 
 from radixbench.cache.radix_cache import RadixCache
 from radixbench.cache.sglang_adapter import SGLangCache
+from radixbench.sim.records import records_frame
 
-_COLUMNS = (
-    "op",
-    "ns",
-    "key_len",
-    "result",
-    "tree_nodes",
-    "tree_tokens",
-    "evictable_leaves",
-    "sim_time_s",
+#: The per-op table's columns and dtypes, in record order (docs/CONTRACTS.md).
+_SCHEMA = (
+    ("op", "str"),
+    ("ns", "int64"),
+    ("key_len", "int64"),
+    ("result", "int64"),
+    ("tree_nodes", "int64"),
+    ("tree_tokens", "int64"),
+    ("evictable_leaves", "int64"),
+    ("sim_time_s", "float64"),
 )
+_COLUMNS = tuple(name for name, _ in _SCHEMA)
 
 
 class OpRecorder:
@@ -87,12 +90,7 @@ class OpRecorder:
 
     def frame(self, variant: str) -> pd.DataFrame:
         """The records as a DataFrame with a ``variant`` column first."""
-        df = pd.DataFrame(self.rows)
-        for c in ("ns", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"):
-            df[c] = df[c].astype("int64")
-        df["sim_time_s"] = df["sim_time_s"].astype("float64")
-        df.insert(0, "variant", variant)
-        return df
+        return records_frame(self.records, _SCHEMA, variant)
 
 
 def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -> RadixCache:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
@@ -42,6 +44,27 @@ class VariantResult:
     metrics: dict[str, Any]
     events: int
     wall_s: float
+
+
+#: Generation-0 threshold of the cyclic garbage collector while a simulation steps (CPython's
+#: default is 700). The simulator allocates millions of short-lived objects (op records,
+#: keys, tensors) and almost no reference cycles, so at 700 the collector runs every few
+#: hundred allocations and re-scans the survivors: ~10 % of the whole-trace CPU time.
+GC_GEN0_THRESHOLD = 50_000
+
+
+@contextmanager
+def relaxed_gc(gen0: int = GC_GEN0_THRESHOLD) -> Iterator[None]:
+    """Raise the collector's generation-0 threshold to ``gen0`` (never lower it) for the
+    block, then restore the previous thresholds. Objects are still freed by reference counting
+    as before; only cycle collections run less often. Results are unchanged; the measured ns of
+    a cache operation lose the collection pauses that landed in them by chance."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(gen0, old[0]), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -160,20 +183,22 @@ class VariantSim:
         env.process(sched.loop())
 
     def step(self, max_events: int) -> bool:
-        """Process up to ``max_events`` simpy events; ``False`` once nothing is left."""
+        """Process up to ``max_events`` simpy events; ``False`` once nothing is left. Runs
+        under :func:`relaxed_gc`."""
         env = self.env
         t0 = perf_counter_ns()
         n = 0
-        try:
-            for n in range(1, max_events + 1):
-                if env.peek() == simpy.core.Infinity:
-                    n -= 1
-                    return False
-                env.step()
-            return env.peek() != simpy.core.Infinity
-        finally:
-            self.events += n
-            self.wall_ns += perf_counter_ns() - t0
+        with relaxed_gc():
+            try:
+                for n in range(1, max_events + 1):
+                    if env.peek() == simpy.core.Infinity:
+                        n -= 1
+                        return False
+                    env.step()
+                return env.peek() != simpy.core.Infinity
+            finally:
+                self.events += n
+                self.wall_ns += perf_counter_ns() - t0
 
     def result(self) -> VariantResult:
         """The tables and metrics of the run so far; checks the KV pool adds up first

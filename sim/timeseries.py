@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 
+from radixbench.sim.records import records_frame
+
 _INT = (
     "batch_size",
     "new_tokens",
@@ -18,6 +20,13 @@ _INT = (
     "retractions",
 )
 _COLUMNS = ("sim_time_s", "step", "step_s", "measured_cpu_s", *_INT)
+_SCHEMA = (
+    ("sim_time_s", "float64"),
+    ("step", "str"),
+    ("step_s", "float64"),
+    ("measured_cpu_s", "float64"),
+    *((c, "int64") for c in _INT),
+)
 
 
 class StepLog:
@@ -52,11 +61,5 @@ class StepLog:
         return len(self.records)
 
     def frame(self, variant: str) -> pd.DataFrame:
-        df = pd.DataFrame(self.rows)
-        for c in _INT:
-            df[c] = df[c].astype("int64")
-        for c in ("sim_time_s", "step_s", "measured_cpu_s"):
-            df[c] = df[c].astype("float64")
-        df["step"] = df["step"].astype(str)
-        df.insert(0, "variant", variant)
-        return df
+        """The steps as a DataFrame with a ``variant`` column first."""
+        return records_frame(self.records, _SCHEMA, variant)
