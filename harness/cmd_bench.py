@@ -42,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, keeping the file's ``Simulator speed`` section
+    (``bench sim``'s) after it."""
+    from radixbench.harness.bench_sim import with_section_of
+
+    text = with_section_of(path, text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:

@@ -31,7 +31,7 @@ def test_bench_sim_prints_every_figure_and_writes_its_section(tmp_path: Path, ca
     code = main(
         [
             "bench", "sim", "--requests", "20", "--demo-requests", "8", "--help-reps", "1",
-            "--markdown", str(md),
+            "--startup-reps", "2", "--markdown", str(md),
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -41,7 +41,7 @@ def test_bench_sim_prints_every_figure_and_writes_its_section(tmp_path: Path, ca
     )
     assert m and float(m[1]) > 0 and int(m[3].replace(",", "")) > 0, out
     assert re.search(r"[\d,]+ events per cpu s", out)
-    assert re.search(r"start-up to first simulated event: [\d.]+ s wall", out)
+    assert re.search(r"start-up to first simulated event: [\d.]+ s wall \(best of 2;", out)
     assert re.search(r"radixbench --help: [\d.]+ s wall", out)
     assert re.search(r"report writing \(demo run, 8 requests", out)
     text = md.read_text(encoding="utf-8")
@@ -66,7 +66,20 @@ def test_unknown_skip_is_a_usage_error(capsys) -> None:
 @pytest.mark.parametrize("fig", ["trace", "startup", "help", "report"])
 def test_skip_leaves_a_figure_out(fig: str) -> None:
     b = bench_sim.SimBench(requests=3, trace_cpu_s=1.0, trace_wall_s=1.0, events=10)
-    b.startup_s, b.help_s, b.report_s = 0.5, [0.2], 1.0
+    b.startup_s, b.help_s, b.report_s = [0.5], [0.2], 1.0
     assert len(bench_sim.lines(b)) == 5
     b.report_s = None
     assert not any("report" in x for x in bench_sim.lines(b))
+
+
+def test_bench_cache_markdown_keeps_the_simulator_speed_section(tmp_path: Path) -> None:
+    from radixbench.harness.cmd_bench import _atomic_write
+
+    md = tmp_path / "BENCHMARKS.md"
+    sim = f"{bench_sim.START}\n## Simulator speed\nfigures\n{bench_sim.END}\n"
+    md.write_text("# old cache report\n\n" + sim, encoding="utf-8")
+    _atomic_write(md, "# new cache report\n")
+    assert md.read_text(encoding="utf-8") == "# new cache report\n\n" + sim
+    bare = tmp_path / "bare.md"
+    _atomic_write(bare, "# only\n")
+    assert bare.read_text(encoding="utf-8") == "# only\n"
