@@ -226,8 +226,7 @@ def lines(b: SimBench) -> list[str]:
 
 def _best(times: list[float]) -> str:
     return (
-        f"{min(times):.2f} s wall (best of {len(times)}; "
-        f"median {statistics.median(times):.2f} s)"
+        f"{min(times):.2f} s wall (best of {len(times)}; median {statistics.median(times):.2f} s)"
     )
 
 
@@ -289,9 +288,7 @@ def add_arguments(b: Any) -> None:
         help="sim: demo run size (default: the default scenario's own, as make demo)",
     )
     g.add_argument("--help-reps", type=positive_int, default=3, help="sim: --help timings (3)")
-    g.add_argument(
-        "--startup-reps", type=positive_int, default=3, help="sim: start-up timings (3)"
-    )
+    g.add_argument("--startup-reps", type=positive_int, default=3, help="sim: start-up timings (3)")
     g.add_argument(
         "--skip",
         default="",
