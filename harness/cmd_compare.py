@@ -313,6 +313,12 @@ def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
             f"infinite-cache ceiling {ceil.get('all', float('nan')):.3f} (last half "
             f"{ceil.get('last_half', float('nan')):.3f}){covered}"
         )
+        belady = meta.get("hit_rate_belady")
+        if isinstance(belady, dict) and isinstance(belady.get("all"), float):
+            print(
+                f"Belady bound (optimal eviction) at {belady.get('kv_capacity_tokens', 0):,} KV "
+                f"tokens: {belady['all']:.3f} over the same requests"
+            )
         skipped = meta["skipped_lines"]
         print(f"skipped malformed trace lines: {skipped}")
         for err in meta.get("skipped_line_errors", [])[:3]:

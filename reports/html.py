@@ -73,11 +73,25 @@ def answer_html(answer: Answer | None) -> str:
         f'<p class="{"fail" if t.startswith("OVERLOADED") else "load"}">{html.escape(t)}</p>'
         for t in answer.load
     ]
-    items = "".join(f"<li>{html.escape(t)}</li>" for t in answer.headline)
+    items = "".join(f"<li>{_inline(t)}</li>" for t in answer.headline)
     out.append(f"<h2>Answer</h2><ul>{items or '<li>no axis compared</li>'}</ul>")
-    serving = "".join(f"<li>{html.escape(t)}</li>" for t in answer.serving)
+    serving = "".join(f"<li>{_inline(t)}</li>" for t in answer.serving)
     out.append(f"<h3>Serving effect</h3><ul>{serving}</ul>")
     return "".join(out)
+
+
+def _hit_rate_html(variants: pd.DataFrame | None, meta: Mapping[str, Any]) -> str:
+    """The achieved prefix hit rate with its ceiling and Belady bound (first screen)."""
+    if variants is None or not len(variants) or "prefix_hit_rate" not in variants:
+        return ""
+    text = hit_rate_text(float(variants["prefix_hit_rate"].median()), meta)
+    return f"<p><strong>Prefix hit rate</strong>: {_inline(text)}</p>" if text else ""
+
+
+def _inline(text: str) -> str:
+    """``text`` escaped, with Markdown inline code (`x`) as <code>."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
 
 def _dl(rows: list[tuple[str, str]]) -> str:
@@ -139,6 +153,7 @@ def write_report_html(
         f"<h1>radixbench report: {title}</h1>",
         _equivalence_html(equivalence),
         answer_html(answer),
+        _hit_rate_html(frames.get("Variants"), meta),
         "<h2>Run</h2>",
         _dl(run_rows(meta)),
         "<h2>Environment</h2>",
@@ -153,11 +168,6 @@ def write_report_html(
             frame_html(impls[1], "t-impl-files"),
             "</details>",
         ]
-    variants = frames.get("Variants")
-    if variants is not None and len(variants) and "prefix_hit_rate" in variants:
-        text = hit_rate_text(float(variants["prefix_hit_rate"].median()), meta)
-        if text:
-            parts.append(f"<p><strong>Prefix hit rate</strong>: {html.escape(text)}</p>")
     for i, (section, df) in enumerate(frames.items()):
         if df is not None:
             parts += [f"<h2>{html.escape(section)}</h2>", frame_html(df, f"t-{i}")]

@@ -220,13 +220,15 @@ def write_report_md(
             "",
         ]
     lines += answer_block(answer)
+    achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
+    ceiling = hit_rate_text(achieved, meta)
+    # the hit rate with its bounds belongs to the answer: on the first screen
+    lines += [f"**Prefix hit rate**: {ceiling}.", ""] if ceiling else []
     lines += ["## Run", "", *_meta_block(meta), ""]
     lines += [*_verdict_block(verdicts)]
     lines += [*_equivalence_block(equivalence), ""]
     lines += [*_environment_block(meta), ""]
     lines += [*_implementations_block(meta)]
-    achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
-    ceiling = hit_rate_text(achieved, meta)
     lines += [
         "## Variants",
         "",
@@ -234,7 +236,6 @@ def write_report_md(
         "",
         pipe_table(variant_summary),
         "",
-        *([f"**Prefix hit rate**: {ceiling}.", ""] if ceiling else []),
         *(["## Serving metrics", "", pipe_table(metrics), ""] if metrics is not None else []),
         "## Speed-ups",
         "",

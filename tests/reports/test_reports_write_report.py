@@ -118,6 +118,9 @@ def test_new_tables_and_meta_are_rendered(
     assert "![kv_queue_over_time](plots/kv_queue_over_time.png)" in text
     html = result["report_html"].read_text(encoding="utf-8")
     assert "Test CPU" in html and "vs ceiling 50.0 %" in html
+    # the hit rate with its bounds is part of the first screen: before the run settings
+    assert text.index("**Prefix hit rate**") < text.index("## Run")
+    assert html.index("<strong>Prefix hit rate</strong>") < html.index("<h2>Run</h2>")
 
 
 def test_bad_timeseries_writes_nothing(tmp_path, requests_df, ops_df, meta, equivalence_ok):
@@ -234,3 +237,12 @@ def test_import_does_not_load_matplotlib() -> None:
     code = "import sys, radixbench.reports; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_answer_html_renders_inline_code() -> None:
+    from radixbench.reports.headline import ISOLATED_NOTE, Answer
+    from radixbench.reports.html import answer_html
+
+    out = answer_html(Answer([], ["evict: a <b> `x`"], [ISOLATED_NOTE]))
+    assert "<code>--clock coupled</code>" in out and "`" not in out
+    assert "a &lt;b&gt; <code>x</code>" in out
