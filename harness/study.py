@@ -44,6 +44,7 @@ from tqdm import tqdm
 from radixbench.harness.compare import CompareSpec, run_compare
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario, load_scenario
+from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study import FAMILIES, point_rows
 from radixbench.reports.tables import read_table
 
@@ -239,8 +240,12 @@ def run_point(
     for r in rows:  # name rows by the family's axis value; keep the full variant names
         r["baseline_variant"], r["candidate_variant"] = r["baseline"], r["candidate"]
         r["baseline"], r["candidate"] = label[r["baseline"]], label[r["candidate"]]
+    loads = load_check(tables["requests"], tables["timeseries"], out.meta)
     meta = {
         "point": i,
+        # variants (by the family's axis value) the load rules flag: their latencies measure
+        # the queue ("" = every variant served)
+        "overloaded": ", ".join(label.get(x.variant, x.variant) for x in loads if x.overloaded),
         "requests": int(out.meta["requests"]),
         "kv_capacity_tokens": scenario.sim.kv_capacity_tokens,
         "equivalent": bool(out.equivalence["ok"]),

@@ -199,9 +199,22 @@ def verdict_lines(points: pd.DataFrame, cross: pd.DataFrame, family: str) -> lis
             f"TTFT p50 {_ci(last, 'ttft_p50')}, TTFT p99 {_ci(last, 'ttft_p99')}, throughput "
             f"{_ci(last, 'throughput')}; cache operations take "
             f"{100 * last['cache_share_base']:.1f} % of step time under {base}, "
-            f"{100 * last['cache_share_cand']:.1f} % under {cand}."
+            f"{100 * last['cache_share_cand']:.1f} % under {cand}"
+            + (
+                f" (overloaded there: {last['overloaded']}; its latency ratios include queueing)."
+                if isinstance(last.get("overloaded"), str) and last["overloaded"]
+                else "."
+            )
         )
     return lines
+
+
+def _load(row: pd.Series) -> str:
+    """``served``, or ``overloaded: <variants>`` (older points tables: ``?``)."""
+    value = row.get("overloaded")
+    if not isinstance(value, str):
+        return "?"
+    return f"overloaded: {value}" if value else "served"
 
 
 def _table(points: pd.DataFrame, family: str) -> list[str]:
@@ -218,7 +231,7 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
     head = ["point", "KV pool (tok)", "requests", *(h for _, h in qty), "candidate",
             "op ratio [CI]", "TTFT p50 base→cand (ms)", "TTFT p50 ratio [CI]",
             "TTFT p99 ratio [CI]", "throughput ratio [CI]", "cache share base / cand",
-            "wall (s)"]  # fmt: skip
+            "load", "wall (s)"]  # fmt: skip
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in points.sort_values([x, "candidate"], na_position="first").iterrows():
         q = [f"{r[c]:,.2f}" if c == "evicts_per_request" else f"{r[c]:,.0f}" for c, _ in qty]
@@ -228,7 +241,7 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
             f"{1e3 * r['ttft_p50_base_s']:.1f} → {1e3 * r['ttft_p50_cand_s']:.1f}",
             _ci(r, "ttft_p50"), _ci(r, "ttft_p99"), _ci(r, "throughput"),
             f"{100 * r['cache_share_base']:.1f} % / {100 * r['cache_share_cand']:.1f} %",
-            f"{r['point_wall_s']:.0f}",
+            _load(r), f"{r['point_wall_s']:.0f}",
         ]  # fmt: skip
         out.append("| " + " | ".join(cells) + " |")
     return out

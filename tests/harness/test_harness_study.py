@@ -118,6 +118,9 @@ def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> Non
     # the bigger pool holds more evictable leaves, and evict ran at both points
     assert (pts["evict_calls"] > 0).all()
     assert pts["evictable_leaves"].iloc[1] > pts["evictable_leaves"].iloc[0]
+    # each point's load: "" when every variant was served, else the overloaded ones by name
+    assert all(isinstance(v, str) for v in pts["overloaded"])
+    assert set(pts["overloaded"]) <= {"", "heapify", "persistent-heap", "heapify, persistent-heap"}
     assert out.summary["study_md"] == run / "study.md"
     text = (run / "study.md").read_text()
     assert "persistent-heap vs heapify" in text and "Check of SGLang PR #6907" in text

@@ -136,6 +136,7 @@ def _study_rows() -> pd.DataFrame:
         req, ops, ts = _tables(speedup=speedup, leaves=leaves)
         for r in point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"]):
             r.update(point=i, requests=200, kv_capacity_tokens=1000 * leaves, point_wall_s=1.0)
+            r["overloaded"] = "heapify" if leaves == 10000 else ""
             r["candidate"] = "persistent-heap"
             rows.append(r)
     return pd.DataFrame(rows)
@@ -163,6 +164,10 @@ def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path) -> None:
     text = (tmp_path / "study.md").read_text()
     assert "> 1 % better from 10,000 evictable leaves" in text
     assert "PR #6907" in text and "−82 ms" in text
+    # the load of every point is stated, and the verdict warns when its largest point queues
+    rows = [x for x in text.splitlines() if x.startswith("| ") and "| persistent-heap |" in x]
+    assert [x.split(" | ")[-2] for x in rows] == ["served", "served", "overloaded: heapify"]
+    assert "(overloaded there: heapify; its latency ratios include queueing)" in text
 
 
 def test_pr6907_leaves_needed_by_log_log_interpolation() -> None:
