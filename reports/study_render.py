@@ -84,26 +84,18 @@ def plot_study(
             xs, r = d[x].to_numpy(), d[f"{metric}_ratio"].to_numpy()
             lo, hi = d[f"{metric}_lo"].to_numpy(), d[f"{metric}_hi"].to_numpy()
             col = colors[cand]
-            ax.plot(xs, r, "o-", color=col, label=f"{cand} vs {d['baseline'].iloc[0]}")
-            ax.fill_between(xs, lo, hi, color=col, alpha=0.2, linewidth=0)
-            top = max(top, float(np.nanmax(hi)) if len(hi) else top)
             c = cross[(cross["candidate"] == cand) & (cross["metric"] == metric)]
             xc = c["x_interp"].iloc[0] if len(c) else float("nan")
             below = len(c) and math.isnan(xc) and not math.isnan(c["x_first"].iloc[0])
+            label = f"{cand} vs {d['baseline'].iloc[0]}"
             if not math.isnan(xc) or below:
+                # the crossover goes into the legend: labels on the lines overlapped
                 at = float(c["x_first"].iloc[0]) if below else xc
-                text = f"1 % crossed below {at:,.0f}" if below else f"crossover ≈ {xc:,.0f}"
+                label += f" (1 % crossed below {at:,.0f})" if below else f" (crossover ≈ {xc:,.0f})"
                 ax.axvline(at, color=col, linestyle=":", linewidth=1.5)
-                ax.text(
-                    at,
-                    0.97 - 0.35 * list(colors).index(cand),
-                    " " + text,
-                    color=col,
-                    fontsize=8,
-                    rotation=90,
-                    va="top",
-                    transform=ax.get_xaxis_transform(),
-                )
+            ax.plot(xs, r, "o-", color=col, label=label)
+            ax.fill_between(xs, lo, hi, color=col, alpha=0.2, linewidth=0)
+            top = max(top, float(np.nanmax(hi)) if len(hi) else top)
         ax.axhline(1.0, color="0.5", linewidth=0.8)
         ax.axhline(1 + MARGIN, color="red", linestyle="--", linewidth=1, label="+1 % line")
         ax.set_xscale("log")
