@@ -238,7 +238,7 @@ def markdown(b: SimBench, command: str) -> str:
         "machine below; every cache operation real and timed with `perf_counter_ns`.",
         "",
     ]
-    body += [f"- {x}" for x in lines(b)]
+    body += [f"  - {x.strip()}" if x.startswith(" ") else f"- {x}" for x in lines(b)]
     body += ["", "Machine:", ""]
     body += [f"- {k}: {v}" for k, v in b.env.items()]
     body += [END]
