@@ -16,7 +16,7 @@ identical, and the measured CPU time as a share of simulated time (what coupling
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -25,7 +25,7 @@ from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_li
 from radixbench.reports.variant_names import AXIS_NAMES, parse_variant
 from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN
 
-__all__ = ["ISOLATED_NOTE", "Answer", "answer", "withhold"]
+__all__ = ["ISOLATED_NOTE", "Answer", "answer", "varied_axes", "withhold"]
 
 #: The sentence that replaces the serving-metric verdicts under the isolated clock.
 ISOLATED_NOTE = (
@@ -119,16 +119,21 @@ def answer(
     column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis, ``loads``
     from :func:`~radixbench.reports.diagnostics.load_check`, ``metrics`` the serving-metrics
     table (``measured_cpu_s`` and ``duration_s`` used when present). Pure."""
-    axes = [a for a in AXIS_OPS if not verdicts.empty and (verdicts["axis"] == a).any()]
+    varied = varied_axes(map(str, ops["variant"].unique()))
+    axes = [
+        a
+        for a in AXIS_OPS
+        if a in varied or (not verdicts.empty and (verdicts["axis"] == a).any())
+    ]
     checks = axis_checks(ops, axes)
     head: list[str] = []
     serving: list[str] = []
     for axis in axes:
         check = checks[axis]
-        rows = _main_rows(verdicts, axis, baseline)
         if not check.ok:
             head.append(f"{axis}: NOT COMPARED — {check.reason}.")
             continue
+        rows = _main_rows(verdicts, axis, baseline)
         op_rows = rows[rows["metric"].str.endswith(" ns")]
         for cand in dict.fromkeys(op_rows["candidate"]):
             mine = op_rows[op_rows["candidate"] == cand]
@@ -170,6 +175,23 @@ def answer(
         serving.append(ISOLATED_NOTE)
         serving += _cpu_share(metrics)
     return Answer(load_lines(loads), head, serving, checks)
+
+
+def varied_axes(variants: Iterable[str]) -> set[str]:
+    """The axes the variant names vary: an evictor / matcher / flatten with two or more values
+    among radixbench's variants, ``impl`` when another implementation runs. An axis that was
+    varied but whose operation never ran has no verdict rows, yet must still be reported as
+    not compared."""
+    names = [parse_variant(v) for v in variants]
+    ours = [n for n in names if n.evictor is not None]
+    out = {
+        axis
+        for axis, part in zip(AXIS_NAMES, ("evictor", "matcher", "flatten"), strict=True)
+        if len({getattr(n, part) for n in ours}) > 1
+    }
+    if any(n.evictor is None for n in names):
+        out.add("impl")
+    return out
 
 
 def _free_p50(ops: pd.DataFrame, variant: str) -> float:

@@ -133,3 +133,29 @@ def test_unexercised_axis_gets_no_claim(requests_df, ops_df) -> None:
     held = withhold(verdicts, ans.checks)
     assert set(held.loc[held["axis"] == "evictor", "verdict"]) == {"not compared"}
     assert "not compared" not in set(held.loc[held["axis"] == "matcher", "verdict"])
+
+
+def test_varied_axis_whose_op_never_ran_is_reported_not_compared(requests_df, ops_df) -> None:
+    # two evictors, but the KV pool never filled: no evict rows, so no evictor verdict rows
+    ops = ops_df[ops_df["op"] != "evict"]
+    verdicts = verdict_table(requests_df, ops, BASELINE, n_resamples=20, request_metrics=False)
+    assert not (verdicts["axis"] == "evictor").any()
+    ans = answer(verdicts, ops, BASELINE)
+    (line,) = [h for h in ans.headline if h.startswith("evictor")]
+    assert line == (
+        "evictor: NOT COMPARED — evict ran 0 times: the evictors were not compared (the KV "
+        "pool never filled)."
+    )
+    assert any(h.startswith("match_prefix:") for h in ans.headline)
+
+
+def test_varied_axes_from_names() -> None:
+    from radixbench.reports.headline import varied_axes
+
+    assert varied_axes(["heapify/linear/numpy", "persistent-heap/linear/numpy"]) == {"evictor"}
+    assert varied_axes(["heapify/linear/numpy", "heapify/galloping/chain"]) == {
+        "matcher",
+        "flatten",
+    }
+    assert varied_axes(["heapify/linear/numpy", "sglang/numpy"]) == {"impl"}
+    assert varied_axes(["heapify/linear/numpy"]) == set()
