@@ -121,9 +121,7 @@ def answer(
     table (``measured_cpu_s`` and ``duration_s`` used when present). Pure."""
     varied = varied_axes(map(str, ops["variant"].unique()))
     axes = [
-        a
-        for a in AXIS_OPS
-        if a in varied or (not verdicts.empty and (verdicts["axis"] == a).any())
+        a for a in AXIS_OPS if a in varied or (not verdicts.empty and (verdicts["axis"] == a).any())
     ]
     checks = axis_checks(ops, axes)
     head: list[str] = []
