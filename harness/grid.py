@@ -126,6 +126,17 @@ def _dotted(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _scenario_flatten(scenario: bytes) -> list[str]:
+    """The scenario's own ``[variants] flatten`` list (a grid that does not compare flattens
+    runs the one its scenario chose, e.g. the fast numpy flatten); ``["chain"]`` when the
+    scenario names none or cannot be read (``load_scenario`` reports that error itself)."""
+    try:
+        v = tomllib.loads(scenario.decode("utf-8")).get("variants", {}).get("flatten")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return ["chain"]
+    return v if isinstance(v, list) and v and all(isinstance(x, str) for x in v) else ["chain"]
+
+
 def _names(vtab: dict[str, Any], key: str, default: list[str], where: str) -> list[str]:
     v = vtab.get(key, default)
     if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
@@ -151,9 +162,11 @@ def load_grid(path: Path) -> Grid:
     if ref not in bundled_scenarios() and not Path(ref).is_absolute():
         ref = str((path.parent / ref).resolve())
     try:
-        scenario_sha = hashlib.sha256(resolve_scenario(ref).read_bytes()).hexdigest()
+        scenario_bytes = resolve_scenario(ref).read_bytes()
     except (ValueError, OSError) as e:
         raise GridError(f"{where}: scenario: {str(e).splitlines()[0]}") from None
+    scenario_sha = hashlib.sha256(scenario_bytes).hexdigest()
+    flatten_default = _scenario_flatten(scenario_bytes)
     base = raw.get("base", {})
     if not isinstance(base, dict):
         raise GridError(f"{where}: base: expected a table of scenario keys")
@@ -182,7 +195,7 @@ def load_grid(path: Path) -> Grid:
         raise GridError(f"{where}: seeds: expected a non-empty list of integers")
     evictors = _names(vtab, "evictors", ["heapify"], where)
     matchers = _names(vtab, "matchers", ["linear"], where)
-    flattens = _names(vtab, "flatten", ["chain"], where)
+    flattens = _names(vtab, "flatten", flatten_default, where)
     specs = _names(vtab, "impls", [RADIXBENCH], where)
     try:
         impls = resolve_impls(specs)

@@ -90,3 +90,18 @@ def test_bad_grid_gives_one_line_error_with_file_and_key(tmp_path, text, needle)
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(GridError, match="no such file"):
         load_grid(tmp_path / "none.toml")
+
+
+def test_flatten_defaults_to_the_scenarios_own(tmp_path) -> None:
+    # mooncake-conversation runs the numpy flatten; a grid that does not compare flattens too
+    grid = load_grid(_write(tmp_path, GOOD))
+    assert {c.variant.flatten for c in grid.cells} == {"numpy"}
+    chosen = load_grid(_write(tmp_path, GOOD + 'flatten = ["sum", "chain"]\n'))
+    assert {c.variant.flatten for c in chosen.cells} == {"sum", "chain"}
+    bare = tmp_path / "bare.toml"
+    bare.write_text(
+        'description = "d"\n[workload]\nkind = "prefix-repetition"\nrequests = 10\n'
+        '[arrivals]\nprocess = "constant"\nrate = 1.0\n'
+    )
+    g = load_grid(_write(tmp_path, GOOD.replace('"mooncake-conversation"', f'"{bare}"')))
+    assert {c.variant.flatten for c in g.cells} == {"chain"}
