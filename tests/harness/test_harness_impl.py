@@ -137,7 +137,7 @@ def test_grid_keys_of_radixbench_cells_unchanged(tmp_path) -> None:
     grid_file = tmp_path / "g.toml"
     grid_file.write_text(
         'scenario = "prefix-repetition"\n[grid]\n"arrivals.max_requests" = [5]\n'
-        '[variants]\nevictors = ["heapify"]\nmatchers = ["linear"]\n'
+        '[variants]\nevictors = ["heapify"]\nmatchers = ["linear"]\nflatten = ["chain"]\n'
     )
     (cell,) = load_grid(grid_file).cells
     old = {**cell.canonical(), "variant": {"evictor": "heapify", "matcher": "linear"}}
@@ -383,10 +383,10 @@ def test_grid_with_impls_runs_sglang_cells(sglang, tmp_path) -> None:
         'impls = ["radixbench", "sglang"]\n'
     )
     grid = load_grid(grid_file)
-    assert [c.variant.name for c in grid.cells] == [
-        "heapify/linear/chain",
-        "persistent-heap/linear/chain",
-        "sglang/chain",
+    assert [c.variant.name for c in grid.cells] == [  # the scenario's own flatten
+        "heapify/linear/numpy",
+        "persistent-heap/linear/numpy",
+        "sglang/numpy",
     ]
     sgl_cell = grid.cells[-1]
     assert sgl_cell.load().variants == (sgl_cell.variant,)
