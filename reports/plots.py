@@ -36,6 +36,7 @@ __all__ = [
     "plot_match_vs_len",
     "plot_op_cdf",
     "save_figure",
+    "slope_text",
 ]
 
 #: Ops that always get a CDF panel (a "no data" panel when absent); other ops present in the
@@ -84,6 +85,23 @@ def _axis_part(variants: pd.Series, axis_index: int) -> pd.Series:
     matcher axes (:func:`~radixbench.reports.variant_names.axis_value`)."""
     part = {v: axis_value(str(v), axis_index) for v in variants.unique()}  # parse each name once
     return variants.map(part).astype(object)
+
+
+#: A log-log slope is shown only over x values that span at least this factor: over a narrow
+#: range (the demo's evicts see 1,095-1,112 leaves) noise gives meaningless slopes like 10.
+MIN_SLOPE_SPAN = 2.0
+
+
+def slope_text(x: np.ndarray, y: np.ndarray) -> str:
+    """``slope 1.02`` (:func:`fit_loglog_slope`), or why none is given: ``n/a`` when undefined,
+    ``x spans 1.02x: no slope`` when the positive x values span less than
+    :data:`MIN_SLOPE_SPAN`."""
+    xs = np.asarray(x, dtype=np.float64)
+    xs = xs[xs > 0]
+    if xs.size and xs.max() < MIN_SLOPE_SPAN * xs.min():
+        return f"x spans {xs.max() / xs.min():.2f}x: no slope"
+    slope = fit_loglog_slope(x, y)
+    return f"slope {slope:.2f}" if math.isfinite(slope) else "slope n/a"
 
 
 def fit_loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -223,9 +241,7 @@ def loglog_scatter(
     for name, group in rows.groupby(groups, sort=True):
         x = group[x_col].to_numpy(dtype=np.float64)
         y = group["ns"].to_numpy(dtype=np.float64)
-        slope = fit_loglog_slope(x, y)
-        shown = f"{slope:.2f}" if math.isfinite(slope) else "n/a"
-        label = f"{name} (slope {shown}, n={x.size})"
+        label = f"{name} ({slope_text(x, y)}, n={x.size})"
         color = f"C{len(ax.collections) % 10}"
         if x.size > MAX_SCATTER_POINTS:
             bx, by = _binned_median(x, y)

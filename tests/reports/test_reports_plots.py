@@ -358,3 +358,14 @@ def test_sweep_plots_show_spread_n_zero_and_units(tmp_path: Path, monkeypatch) -
     assert segments[0][1][1] == pytest.approx(first["max"])
     assert sweep.param_label("arrivals.window_s") == "arrivals.window_s (s)"
     assert sweep.param_label("x.mystery") == "x.mystery (as in the scenario)"
+
+
+def test_slope_text_withholds_a_slope_over_a_narrow_range() -> None:
+    from radixbench.reports.plots import slope_text
+
+    x = np.array([1095.0, 1100.0, 1112.0])
+    assert slope_text(x, np.array([1.0, 5.0, 100.0])) == "x spans 1.02x: no slope"
+    wide = np.array([10.0, 100.0, 1000.0])
+    assert slope_text(wide, 2.0 * wide) == "slope 1.00"
+    assert slope_text(np.array([4.0]), np.array([1.0])) == "x spans 1.00x: no slope"
+    assert slope_text(np.array([]), np.array([])) == "slope n/a"
