@@ -249,9 +249,10 @@ def write_section(path: Path, section: str) -> None:
     """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
     section, or appended after a blank line; the file is created if missing). Atomic."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if START in text and END in text and text.index(START) < text.index(END):
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
+    old = _section(text)
+    if old is not None:
+        head, rest = text.split(old, 1)
+        tail = rest.lstrip("\n")
         new = head + section + ("\n" + tail if tail else "")
     else:
         new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
@@ -266,11 +267,15 @@ def with_section_of(path: Path, text: str) -> str:
     """``text`` followed by the ``Simulator speed`` section ``path`` holds now (nothing when
     the file or the section is missing): so that ``bench cache`` / ``bench alloc``, which
     rewrite the whole file, keep the figures of the last ``bench sim``. Reads only."""
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    if START not in old or END not in old or old.index(START) > old.index(END):
-        return text
-    section = START + old.split(START, 1)[1].split(END, 1)[0] + END + "\n"
-    return text.rstrip("\n") + "\n\n" + section
+    section = _section(path.read_text(encoding="utf-8") if path.exists() else "")
+    return text if section is None else text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def _section(text: str) -> str | None:
+    """The first ``START ... END`` span of ``text`` (markers included), or None."""
+    i = text.find(START)
+    j = text.find(END, i) if i >= 0 else -1
+    return text[i : j + len(END)] if j >= 0 else None
 
 
 def add_arguments(b: Any) -> None:
