@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,6 +82,12 @@ def resolve_device(name: str) -> torch.device:
     raise ValueError(f"unknown device {name!r}; known: auto, cpu, cuda")
 
 
+def _max_gap(times: Sequence[float]) -> float:
+    """Largest gap between consecutive token times (s), NaN for fewer than two tokens."""
+    t = np.frombuffer(times, dtype=np.float64) if isinstance(times, array) else np.asarray(times)
+    return float(np.diff(t).max()) if t.size > 1 else float("nan")
+
+
 def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
     df = pd.DataFrame(
         {
@@ -93,7 +100,7 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
             "finish_s": [r.finish_s for r in reqs],
             "status": [r.status for r in reqs],
             "retractions": [r.retractions for r in reqs],
-            "itl_max_s": [max(np.diff(r.token_s), default=np.nan) for r in reqs],
+            "itl_max_s": [_max_gap(r.token_s) for r in reqs],
         }
     )
     df = df.astype(
