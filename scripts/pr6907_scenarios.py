@@ -15,7 +15,6 @@ whether the run was overloaded (the report's load line). Each run writes to a te
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import subprocess
 import sys
@@ -50,8 +49,6 @@ def run_one(cmd: list[str], scenario: str) -> dict[str, object]:
         run = runs[0].parent
         ops = pd.read_parquet(run / "ops.parquet")
         req = pd.read_parquet(run / "requests.parquet")
-        meta = json.loads((run / "config.json").read_text())
-        meta = meta.get("meta") or meta
     ev = ops[ops["op"] == "evict"]
     n_req = int(req[req["variant"] == BASE]["rid"].nunique())
     base_ev, cand_ev = ev[ev["variant"] == BASE], ev[ev["variant"] == CAND]
