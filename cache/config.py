@@ -73,7 +73,9 @@ class CacheReq(Protocol):
     lock: Any
     last_node: Any
 
-    def token_ids(self) -> array:
+    def token_ids(self, up_to: int | None = None) -> array:
         """``array('q')``: prompt followed by the output tokens so far (0.5.23
-        ``Req.full_untruncated_fill_ids``)."""
+        ``Req.full_untruncated_fill_ids``), cut to the first ``up_to`` tokens when given
+        (0.5.23 ``full_untruncated_fill_ids[:up_to]``). Not to be mutated: it may be the
+        request's own array."""
         ...

@@ -36,7 +36,7 @@ def _pool(cache: RadixCache) -> ReqToTokenPool:
 
 
 def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
-    """Insert ``req.token_ids()[:up_to]`` (whose KV is in ``req_to_token[req.req_pool_idx,
+    """Insert ``req.token_ids(up_to)`` (whose KV is in ``req_to_token[req.req_pool_idx,
     :up_to]``) and make the request hold the tree's copy.
 
     Steps, as ``RadixCache.checkpoint`` / ``_insert_cache`` of sglang 0.5.23: insert the
@@ -56,7 +56,7 @@ def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
     pool = _pool(cache)
     page = cache.page_size
     row = req.req_pool_idx
-    token_ids = req.token_ids()[:up_to]
+    token_ids = req.token_ids(up_to)
     n = len(token_ids) // page * page
     extra, salt = req.extra_key, getattr(req, "cache_salt", None)
     key = RadixKey(token_ids[:n] if n < len(token_ids) else token_ids, extra, salt)

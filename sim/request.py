@@ -90,7 +90,17 @@ class Req:
         ``init_next_round_input``)."""
         return self.input_ids + self.output_ids if self.output_ids else self.input_ids
 
-    token_ids = full_ids  # the cache's CacheReq protocol (0.5.23 ``full_untruncated_fill_ids``)
+    def token_ids(self, up_to: int | None = None) -> array:
+        """The cache's ``CacheReq.token_ids``: ``full_ids()[:up_to]`` (0.5.23
+        ``full_untruncated_fill_ids[:up_to]``) with one copy at most; ``input_ids`` itself
+        when that is the answer (arrays are never written in place once a request holds them)."""
+        inp = self.input_ids
+        k = len(inp)
+        if up_to is None:
+            return self.full_ids()
+        if up_to <= k:
+            return inp if up_to == k else inp[:up_to]
+        return inp + self.output_ids[: up_to - k]
 
     @property
     def origin_input_len(self) -> int:

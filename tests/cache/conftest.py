@@ -271,8 +271,8 @@ class Req:
     #: test bookkeeping, not ``CacheReq``: tokens whose KV is in the row so far.
     kv_len: int = 0
 
-    def token_ids(self) -> array:
-        return self.tokens
+    def token_ids(self, up_to: int | None = None) -> array:
+        return self.tokens if up_to is None else self.tokens[:up_to]
 
 
 def extend_req(cache: Any, alloc: TokenToKVPoolAllocator, req: Req, upto: int) -> torch.Tensor:

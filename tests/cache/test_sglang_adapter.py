@@ -203,8 +203,8 @@ class FakeReq:
     last_node: Any = None
     lock: Any = None
 
-    def token_ids(self) -> array:
-        return self.tokens
+    def token_ids(self, up_to: int | None = None) -> array:
+        return self.tokens if up_to is None else self.tokens[:up_to]
 
 
 def admit(
