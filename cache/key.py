@@ -7,8 +7,8 @@ without a copy. Differences that stay on purpose (docs/SGLANG-FIDELITY.md): EAGL
 hold packed bigrams (0.5.23 keeps the raw tokens with ``is_bigram=True`` and pairs them up in
 ``__iter__`` / ``child_key_at`` / ``match_at``); bigram-ness is part of the namespace, so one tree
 can hold both kinds (0.5.23 switches a whole tree with ``is_eagle``); a ``cache_salt`` of ``""``
-is a namespace of its own (0.5.23 maps it to ``None``); no ``limit`` field (0.5.23 caps a key's
-raw tokens with it without a copy; callers here slice, i.e. copy, the tokens instead).
+is a namespace of its own (0.5.23 maps it to ``None``). ``limit`` caps a key's tokens without a
+copy, as 0.5.23's: the admission match of a request's tokens minus the last.
 """
 
 from __future__ import annotations
@@ -49,9 +49,14 @@ class RadixKey:
     is part of every child key) and comparing them raises ``ValueError``. Slicing returns a new
     ``RadixKey`` (a copy, as 0.5.23's ``array`` slice) in the same namespace; ``key[i]`` a
     one-token key (0.5.23 likewise). Build bigram keys with ``RadixKey.bigram``.
+
+    ``limit`` (0.5.23 ``RadixKey.limit``): the key behaves as ``token_ids[:limit]`` (length,
+    iteration, slicing, equality, matching, inserting) without copying ``token_ids``; ``None``
+    (or a limit past the end) is no cap. Code that reads ``token_ids`` itself takes
+    :meth:`raw` (or ``len(key)`` of it) when a key may carry a limit.
     """
 
-    __slots__ = ("cache_salt", "extra_key", "is_bigram", "namespace", "token_ids")
+    __slots__ = ("cache_salt", "extra_key", "is_bigram", "limit", "namespace", "token_ids")
 
     def __init__(
         self,
@@ -59,7 +64,11 @@ class RadixKey:
         extra_key: str | None = None,
         cache_salt: str | None = None,
         is_bigram: bool = False,
+        limit: int | None = None,
     ) -> None:
+        if limit is not None and limit < 0:
+            raise ValueError(f"RadixKey limit must be >= 0, got {limit}")
+        self.limit = limit
         if isinstance(token_ids, array) and token_ids.typecode == "q":
             self.token_ids = token_ids
         else:
@@ -85,10 +94,19 @@ class RadixKey:
         return RadixKey(ids, self.extra_key, self.cache_salt, self.is_bigram)
 
     def __len__(self) -> int:
-        return len(self.token_ids)
+        n = len(self.token_ids)
+        lim = self.limit
+        return n if lim is None or lim >= n else lim
+
+    def raw(self) -> array:
+        """The key's tokens: ``token_ids`` itself, or a copy of its first ``limit`` when the
+        limit cuts it (0.5.23 ``raw_token_ids``)."""
+        n = len(self)
+        t = self.token_ids
+        return t if n == len(t) else t[:n]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.token_ids)
+        return iter(self.raw())
 
     @overload
     def __getitem__(self, idx: int) -> RadixKey: ...
@@ -96,20 +114,25 @@ class RadixKey:
     def __getitem__(self, idx: slice) -> RadixKey: ...
     def __getitem__(self, idx: int | slice) -> RadixKey:
         """``key[i]`` is a one-token key; ``key[a:b]`` a sub-key. Raises ``IndexError``."""
+        n = len(self)
         if isinstance(idx, slice):
-            return self._like(self.token_ids[idx])
-        return self._like(array("q", (self.token_ids[idx],)))
+            if n == len(self.token_ids):
+                return self._like(self.token_ids[idx])
+            return self._like(self.token_ids[slice(*idx.indices(n))])
+        if not -n <= idx < n:
+            raise IndexError(f"RadixKey index {idx} out of range for length {n}")
+        return self._like(array("q", (self.token_ids[idx % n],)))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RadixKey):
             return NotImplemented
-        return self.namespace == other.namespace and self.token_ids == other.token_ids
+        return self.namespace == other.namespace and self.raw() == other.raw()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the token list it wraps
 
     def __repr__(self) -> str:
-        head = list(self.token_ids[:8])
-        more = "..." if len(self.token_ids) > 8 else ""
+        head = list(self.token_ids[: min(8, len(self))])
+        more = "..." if len(self) > 8 else ""
         return f"RadixKey(len={len(self)}, namespace={self.namespace!r}, ids={head}{more})"
 
 

@@ -120,13 +120,14 @@ class RadixCache:
         namespace is part of every child key, so no node of another namespace is ever compared
         (comparing such keys directly raises ``ValueError``, ``key.check_namespaces``).
         Bigram (EAGLE) keys: ``L`` raw tokens are ``L-1`` bigrams, so the match is the raw
-        tokens matched minus one, rounded down to a page.
+        tokens matched minus one, rounded down to a page. A key's ``limit`` is honoured without
+        a copy: the matcher may compare tokens past it, and each node's match is cut there.
         Mirrors ``RadixCache.match_prefix`` / ``_match_prefix_helper`` of sglang 0.5.23; the
         indices are returned concatenated (SGLang: ``path_device_indices`` of the last node).
         """
         page = self.page_size
-        tokens = key.token_ids
-        limit = len(tokens) // page * page
+        tokens = key.token_ids  # may run past the key's limit: matches are cut at ``limit``
+        limit = len(key) // page * page
         node = self.root
         if limit == 0:
             return MatchResult(self._empty, node, 0)
@@ -143,6 +144,8 @@ class RadixCache:
                 break
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)
+            if n > limit - offset:  # both page multiples: the match of the cut key
+                n = limit - offset
             if n < len(child.key):
                 child = self._split_node(child, n)  # re-keys the touched lower half
                 values.append(child.value)
@@ -227,6 +230,9 @@ class RadixCache:
         """
         page = self.page_size
         tokens = key.token_ids
+        if len(key) < len(tokens):  # a limit cuts the key: insert the cut copy
+            key = key[:]
+            tokens = key.token_ids
         n_tok = len(tokens) // page * page
         if n_tok < len(tokens):
             tokens = tokens[:n_tok]

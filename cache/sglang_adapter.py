@@ -28,6 +28,7 @@ metrics (their modules are stubbed by the loader).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import time
 from array import array
@@ -160,6 +161,8 @@ class SGLangCache:
         self.clock: Callable[[], float] = clock or itertools.count(1).__next__
         mod = loaded.module
         self._RadixKey = mod.RadixKey
+        # sglang 0.5.23's RadixKey takes ``limit`` (a cap without a copy); older ones do not.
+        self._limit = "limit" in inspect.signature(mod.RadixKey).parameters
         self._node_cls = mod.TreeNode
         bpc = loaded.base_prefix_cache
         self._Match, self._Insert, self._Evict = (
@@ -215,8 +218,12 @@ class SGLangCache:
                 f"{self.loaded.label}: bigram (EAGLE) keys are not supported by the SGLang "
                 "adapter (SGLang keys raw tokens and turns the whole tree bigram with is_eagle)"
             )
-        ids = key.token_ids[:] if copy else key.token_ids
-        return self._RadixKey(ids, key.extra_key, cache_salt=key.cache_salt)
+        ids, n = key.token_ids, len(key)
+        if n < len(ids):  # a limit cuts the key: pass it on where SGLang takes one, else cut
+            if self._limit and not copy:
+                return self._RadixKey(ids, key.extra_key, cache_salt=key.cache_salt, limit=n)
+            return self._RadixKey(key.raw(), key.extra_key, cache_salt=key.cache_salt)
+        return self._RadixKey(ids[:] if copy else ids, key.extra_key, cache_salt=key.cache_salt)
 
     def implementation_info(self) -> dict[str, Any]:
         """``label``, ``spec``, ``version``, ``origin``, ``class`` and ``files`` (sha256 by

@@ -27,7 +27,7 @@ so). The rules kept:
   (``rem_chunk_tokens // page_size * page_size``). The KV check ``extend + max_new_tokens <
   rem_total_tokens`` stays in tokens, as SGLang's.
 - The prefix is matched with the request's tokens minus the last (at least one token is
-  computed), as 0.5.23's ``init_next_round_input`` (``RadixKey.limit``, no copy; here a slice).
+  computed), as 0.5.23's ``init_next_round_input`` (``RadixKey.limit``, no copy).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class PrefillAdder:
         full = req.full_ids()
         # As SGLang (``_compute_max_prefix_len``), at least one token is always computed (it
         # yields the logits).
-        match = cache.match_prefix(RadixKey(full[: len(full) - 1], req.extra_key))
+        match = cache.match_prefix(RadixKey(full, req.extra_key, limit=len(full) - 1))
         prefix = match.prefix_len
         extend = len(full) - prefix
         input_tokens = self.ceil_paged(extend)

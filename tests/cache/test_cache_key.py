@@ -237,3 +237,50 @@ def test_bigram_match_is_raw_matched_minus_one_rounded_to_page(cache_builder, pa
     assert r.prefix_len == 3 // page * page
     assert r.device_indices.tolist() == v[: 3 // page * page].tolist()
     assert cache.match_prefix(RadixKey([1, 2, 3, 4])).prefix_len == 0  # not a bigram key
+
+
+# ---------------------------------------------------------------- limit
+
+
+def test_key_limit_behaves_as_the_cut_key_without_a_copy() -> None:
+    ids = array("q", [1, 2, 3, 4, 5])
+    k = RadixKey(ids, "lora", limit=3)
+    assert k.token_ids is ids  # nothing copied
+    assert len(k) == 3 and list(k) == [1, 2, 3]
+    assert k == RadixKey([1, 2, 3], "lora") and k != RadixKey(ids, "lora")
+    assert list(k[1:].token_ids) == [2, 3] and list(k[:].token_ids) == [1, 2, 3]
+    assert k[:].limit is None and k[-1].token_ids.tolist() == [3]
+    assert k.raw().tolist() == [1, 2, 3]
+    with pytest.raises(IndexError):
+        k[3]
+    assert len(RadixKey(ids, limit=9)) == 5 and RadixKey(ids, limit=9).raw() is ids
+    with pytest.raises(ValueError, match="limit"):
+        RadixKey(ids, limit=-1)
+
+
+@pytest.mark.parametrize("matcher", sorted(MATCHERS))
+@pytest.mark.parametrize("page", [1, 4])
+def test_limited_key_matches_and_inserts_as_the_cut_key(cache_builder, matcher, page) -> None:
+    """match_prefix / insert of ``RadixKey(ids, limit=n)`` give what ``ids[:n]`` gives, also
+    where a cached node runs past the limit (its match is cut there, splitting it)."""
+    rng = random.Random(page)
+    ids = array("q", [rng.randrange(4) for _ in range(40)])
+    outs = []
+    for limited in (False, True):
+        cache, alloc = cache_builder(kv_size=256, page_size=page, matcher=matcher)
+        cache.insert(RadixKey(ids), alloc.alloc(40))
+        other = array("q", ids[:9]) + array("q", [7] * 11)
+        cache.insert(RadixKey(other), alloc.alloc(20))
+        res = []
+        for n in (0, 3, 9, 13, 39, 40):
+            key = RadixKey(ids, limit=n) if limited else RadixKey(ids[:n])
+            m = cache.match_prefix(key)
+            res.append((m.prefix_len, m.device_indices.tolist(), m.last_node.id))
+        tail = array("q", [5] * 8)
+        key = RadixKey(other + tail, limit=24) if limited else RadixKey(other + tail[:4])
+        res.append(cache.insert(key, alloc.alloc(32)))
+        check_integrity(cache)
+        res.append(sorted((len(c.key), c.key.limit) for c in cache.root.children.values()))
+        outs.append(res)
+    assert outs[0] == outs[1]
+    assert outs[1][3][0] == 13 // page * page  # cut inside the 40-token node

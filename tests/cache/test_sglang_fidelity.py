@@ -311,8 +311,8 @@ class Req:
     filled: int = 0
     cap: int = 0
 
-    def token_ids(self) -> array:
-        return self.tokens
+    def token_ids(self, up_to: int | None = None) -> array:
+        return self.tokens if up_to is None else self.tokens[:up_to]
 
 
 def ceil_to(n: int, page: int) -> int:
@@ -395,7 +395,8 @@ class Side:
         prompt = array("q", op.tokens)
         req = Req(prompt, len(prompt), row, extra, salt, op.arg)
         n = len(prompt) if op.flag else len(prompt) - 1  # SGLang leaves >= 1 token to compute
-        r = self.cache.match_prefix(RadixKey(prompt[:n], extra, salt))
+        # capped without a copy (RadixKey.limit), as 0.5.23's init_next_round_input
+        r = self.cache.match_prefix(RadixKey(prompt, extra, salt, limit=n))
         req.lock = self.cache.lock(r.last_node)
         req.last_node = r.last_node
         req.cache_protected_len = req.filled = req.cap = r.prefix_len
