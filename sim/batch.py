@@ -190,8 +190,8 @@ class BatchBuilder:
         position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``.
         ``meta``: int64 ``[3, bs]`` (last output token, ``seq_len``, ``req_pool_idx`` per
         request), the scheduler's running arrays as 0.5.23's ``ScheduleBatch`` keeps them
-        between steps; when ``None`` it is read from ``reqs``. Not mutated (the batch's tensors
-        may view it)."""
+        between steps; when ``None`` it is read from ``reqs``. Not mutated; on the CPU the
+        batch's ``[bs]`` tensors are views of one fresh ``[5, bs]`` array."""
         if meta is None:
             meta = np.array(
                 [
@@ -212,15 +212,12 @@ class BatchBuilder:
             )
         table = self._table_np()
         table[meta[2], meta[1]] = out_cache_loc.numpy()
-        m = torch.from_numpy(meta)
-        positions = m[1]
+        # One array holds every [bs] tensor of the batch; one unbind makes their views.
+        cols = np.empty((5, meta.shape[1]), dtype=np.int64)
+        cols[:3] = meta
+        np.add(meta[1], 1, out=cols[3])
+        cols[4] = 1
+        input_ids, positions, rows, seq_lens, ones = torch.from_numpy(cols).unbind()
         return ScheduleBatch(
-            "decode",
-            m[0],
-            torch.from_numpy(meta[1] + 1),
-            positions,
-            torch.from_numpy(np.ones(meta.shape[1], dtype=np.int64)),
-            m[2],
-            out_cache_loc,
-            positions,
+            "decode", input_ids, seq_lens, positions, ones, rows, out_cache_loc, positions
         )

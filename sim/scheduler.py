@@ -90,6 +90,10 @@ class Scheduler:
         self.slots = SlotAllocator(cache, rec, lambda: float(env.now))
         self.capacity = allocator.size  # tokens: whole pages only when paged
         self.before_step: Callable[[Scheduler], None] | None = None
+        self.paged = self.slots.page_size > 1
+        self.cost = cfg.cost
+        self._ratio_decay = cfg.new_token_ratio_decay  # per decode step
+        self._ratio_min = cfg.min_new_token_ratio
 
     @property
     def running(self) -> list[Req]:
@@ -294,29 +298,34 @@ class Scheduler:
         self.waiting.extend(retracted)  # 0.5.23 _add_request_to_queue: at the end
         self.admission_dirty = True
 
-    def _decode(self) -> Generator[simpy.Event, Any, None]:
-        """One decode step of the running batch. Per-request state advances in
-        ``self.arr`` (numpy, O(1) calls per step); a request's ``Req`` fields are synced when
-        it finishes, as the per-request loop of 0.5.23's ``process_batch_result_decode``
-        would have left them."""
+    def _decode(self) -> float:
+        """Start one decode step of the running batch (slots, batch build, step log); returns
+        its simulated duration (s). The loop then waits that long and calls
+        :meth:`_decode_done`. Per-request state advances in ``self.arr`` (numpy, O(1) calls per
+        step); a request's ``Req`` fields are synced when it finishes, as the per-request loop
+        of 0.5.23's ``process_batch_result_decode`` would have left them."""
         arr = self.arr
-        paged = self.slots.page_size > 1
-        if not self.slots.decode_fits(arr.reqs, arr.seq_now() if paged else None):
+        slots = self.slots
+        seq = arr.seq_now() if self.paged else None
+        if not slots.decode_fits(arr.reqs, seq):
             self._retract_decode()
+            seq = arr.seq_now() if self.paged else None
         else:
-            cfg = self.cfg
-            self.new_token_ratio = max(
-                self.new_token_ratio - cfg.new_token_ratio_decay, cfg.min_new_token_ratio
-            )
+            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
         running = arr.reqs
         bs = len(running)
-        loc = self.slots.decode(running, arr.seq_now() if paged else None, arr.rows)
-        meta = arr.decode_inputs()
-        self._timed_build("build_decode", self.builder.build_decode, running, loc, meta)
-        context = arr.seq_total + bs
-        step_s, cpu_s = self._step_time(self.cfg.cost.decode_time(bs, context))
+        loc = slots.decode(running, seq, arr.rows)
+        self._timed_build(
+            "build_decode", self.builder.build_decode, running, loc, arr.decode_inputs()
+        )
+        step_s, cpu_s = self._step_time(self.cost.decode_time(bs, arr.seq_total + bs))
         self._log("decode", bs, bs, step_s, cpu_s)
-        yield self.env.timeout(step_s)
+        return step_s
+
+    def _decode_done(self) -> None:
+        """The decode step started by :meth:`_decode` ended now: advance the batch, finish the
+        requests that sampled their last token (batch order)."""
+        arr = self.arr
         done = arr.advance(self.env.now)
         if done:
             for i in done:  # batch order, as the per-request loop
@@ -333,7 +342,8 @@ class Scheduler:
             if batch:
                 yield from self._prefill(batch)
             elif self.running:
-                yield from self._decode()
+                yield self.env.timeout(self._decode())
+                self._decode_done()
             elif self.arrivals_done and not self.waiting and self.chunked_req is None:
                 return
             else:
