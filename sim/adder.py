@@ -57,7 +57,10 @@ class PrefillAdder:
         clip = cfg.clip_max_new_tokens
         if remaining is None:
             remaining = [r.output_len - len(r.output_ids) for r in running]
-        self.offset = sum(min(left, clip) * ratio for left in remaining)
+        if remaining and max(remaining) > clip:
+            remaining = [min(left, clip) for left in remaining]
+        # sum(min(left, clip) * ratio ...), the same float additions in the same order
+        self.offset = sum(map(ratio.__mul__, remaining))
         self.rem_input = cfg.max_prefill_tokens
         self.rem_chunk = cfg.chunked_prefill_size
         self.page_size = cfg.page_size

@@ -12,6 +12,7 @@ arrival. Rejected requests count only in ``failed``.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,40 @@ def _stats(name: str, values_s: np.ndarray, out: dict[str, Any]) -> None:
     out[f"mean_{name}_ms"] = float(ms.mean()) if has else float("nan")
     out[f"median_{name}_ms"] = float(np.median(ms)) if has else float("nan")
     out[f"p99_{name}_ms"] = float(np.percentile(ms, 99)) if has else float("nan")
+
+
+def token_gaps(reqs: Sequence[Req]) -> tuple[np.ndarray, np.ndarray]:
+    """Every gap (s) between consecutive output-token times of each request, in request order,
+    concatenated (float64 ``[sum counts]``), and ``counts`` (int64 ``[len(reqs)]``: gaps per
+    request, ``max(0, tokens - 1)``). One concatenation and one ``diff`` for all requests; the
+    values are those of a per-request ``np.diff`` (the same subtractions). Mutates nothing."""
+    times = [
+        np.frombuffer(t, dtype=np.float64)
+        if isinstance(t := r.token_s, array)
+        else np.asarray(t, dtype=np.float64)
+        for r in reqs
+    ]
+    n = np.fromiter((t.size for t in times), dtype=np.int64, count=len(times))
+    counts = np.maximum(n - 1, 0)
+    if not times or not counts.any():
+        return np.empty(0, dtype=np.float64), counts
+    d = np.diff(np.concatenate(times))
+    cross = np.cumsum(n)[:-1] - 1  # index in d of the gap from a request's last token onwards
+    cross = cross[(cross >= 0) & (cross < d.size)]
+    keep = np.ones(d.size, dtype=bool)
+    keep[cross] = False
+    return d[keep], counts
+
+
+def max_gaps(gaps: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """float64 ``[len(counts)]``: each request's largest gap (s) from :func:`token_gaps`'s
+    result, NaN for a request with fewer than two tokens."""
+    out = np.full(counts.size, np.nan)
+    has = counts > 0
+    if has.any():
+        starts = np.cumsum(counts) - counts
+        out[has] = np.maximum.reduceat(gaps, starts[has])
+    return out
 
 
 def serving_metrics(reqs: Sequence[Req], steps: pd.DataFrame, clock: str) -> dict[str, Any]:
@@ -52,8 +87,7 @@ def serving_metrics(reqs: Sequence[Req], steps: pd.DataFrame, clock: str) -> dic
     _stats("ttft", first - arrival, out)
     multi = n_out > 1
     _stats("tpot", (finish - first)[multi] / (n_out[multi] - 1), out)
-    gaps = [np.diff(np.frombuffer(r.token_s, dtype=np.float64)) for r in done]
-    _stats("itl", np.concatenate(gaps) if gaps else np.empty(0), out)
+    _stats("itl", token_gaps(done)[0], out)
     _stats("e2el", finish - arrival, out)
     out["prefix_hit_rate"] = float(hits.sum() / n_in.sum()) if done else float("nan")
     half = len(done) // 2

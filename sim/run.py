@@ -23,7 +23,7 @@ from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder, instrument
-from radixbench.sim.metrics import serving_metrics
+from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
 from radixbench.workloads.tokens import block_tokens
@@ -82,12 +82,6 @@ def resolve_device(name: str) -> torch.device:
     raise ValueError(f"unknown device {name!r}; known: auto, cpu, cuda")
 
 
-def _max_gap(times: Sequence[float]) -> float:
-    """Largest gap between consecutive token times (s), NaN for fewer than two tokens."""
-    t = np.frombuffer(times, dtype=np.float64) if isinstance(times, array) else np.asarray(times)
-    return float(np.diff(t).max()) if t.size > 1 else float("nan")
-
-
 def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
     df = pd.DataFrame(
         {
@@ -100,7 +94,7 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
             "finish_s": [r.finish_s for r in reqs],
             "status": [r.status for r in reqs],
             "retractions": [r.retractions for r in reqs],
-            "itl_max_s": [_max_gap(r.token_s) for r in reqs],
+            "itl_max_s": max_gaps(*token_gaps(reqs)),
         }
     )
     df = df.astype(

@@ -143,7 +143,7 @@ class RunningArrays:
         ``req_pool_idx`` — a fresh array (the batch's tensors may view it)."""
         d = self.steps - self.base
         m = np.empty((3, self.rows.size), dtype=_I64)
-        np.take(self.buf, self.pos + d if d else self.pos, out=m[0])
+        m[0] = self.buf[self.pos + d if d else self.pos]  # faster than np.take(out=) here
         np.add(self.seq, d, out=m[1])
         m[2] = self.rows
         return m

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pytest
 import torch
@@ -100,13 +98,3 @@ def test_interleaved_equals_sequential(trace100, small_cfg) -> None:
     for a, b in zip(seq, inter):
         pd.testing.assert_frame_equal(a.requests, b.requests)
         pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])
-
-
-def test_max_token_gap_of_array_and_list() -> None:
-    from array import array
-
-    from radixbench.sim.run import _max_gap
-
-    assert _max_gap(array("d", [1.0, 3.0, 3.5])) == 2.0
-    assert _max_gap([0.0, 0.25]) == 0.25
-    assert math.isnan(_max_gap(array("d"))) and math.isnan(_max_gap([1.0]))

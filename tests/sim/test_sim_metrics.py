@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import math
 from array import array
+from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from radixbench.sim.metrics import serving_metrics
+from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
 from radixbench.sim.request import Req
 
 
@@ -54,3 +57,18 @@ def test_rejected_requests_only_count_as_failed() -> None:
     m = serving_metrics([ok, bad], pd.DataFrame(), "coupled")
     assert (m["completed"], m["failed"]) == (1, 1)
     assert m["total_output_tokens"] == 2
+
+
+def test_token_gaps_and_max_gaps_per_request() -> None:
+    """Gaps are those of a per-request np.diff, never across requests, for array('d') and
+    list times, with requests of 0 and 1 tokens in between."""
+    times = [[], array("d", [1.0, 3.0, 3.5]), [7.0], [0.0, 0.25], array("d"), [9.0, 9.5, 11.0]]
+    reqs = [SimpleNamespace(token_s=t) for t in times]
+    gaps, counts = token_gaps(reqs)  # type: ignore[arg-type]
+    want = [np.diff(np.asarray(t, dtype=np.float64)) for t in times]
+    assert gaps.tolist() == np.concatenate(want).tolist() == [2.0, 0.5, 0.25, 0.5, 1.5]
+    assert counts.tolist() == [0, 2, 0, 1, 0, 2]
+    m = max_gaps(gaps, counts)
+    assert [None if math.isnan(x) else x for x in m.tolist()] == [None, 2.0, None, 0.25, None, 1.5]
+    g, c = token_gaps([])
+    assert g.size == 0 and c.size == 0 and max_gaps(g, c).size == 0
