@@ -90,6 +90,10 @@ class BatchBuilder:
         self.cuda = self.device.type == "cuda"
         self._table: torch.Tensor | None = None
         self._table_view = np.empty((0, 0), dtype=np.int32)
+        # CPU decode batches: one int64 [5, rows] buffer reused step to step, and per batch
+        # size the torch views of its rows' first bs columns (see build_decode).
+        self._dec = np.empty((5, 0), dtype=np.int64)
+        self._dec_views: dict[int, tuple[torch.Tensor, ...]] = {}
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         if self.cuda:
@@ -190,8 +194,13 @@ class BatchBuilder:
         position ``req.seq_len``. Writes ``req_to_token[rows, seq_len] = out_cache_loc``.
         ``meta``: int64 ``[3, bs]`` (last output token, ``seq_len``, ``req_pool_idx`` per
         request), the scheduler's running arrays as 0.5.23's ``ScheduleBatch`` keeps them
-        between steps; when ``None`` it is read from ``reqs``. Not mutated; on the CPU the
-        batch's ``[bs]`` tensors are views of one fresh ``[5, bs]`` array."""
+        between steps; when ``None`` it is read from ``reqs``. Not mutated.
+
+        On the CPU the batch's ``[bs]`` tensors are views of one buffer the builder rewrites at
+        every decode build, as 0.5.23's ``ScheduleBatch`` keeps its decode tensors between steps
+        and updates them in place (``prepare_for_decode``: ``seq_lens.add_(1)``): a decode
+        batch is valid until the next ``build_decode`` (clone what must outlive it). On CUDA
+        every batch has tensors of its own."""
         if meta is None:
             meta = np.array(
                 [
@@ -212,12 +221,26 @@ class BatchBuilder:
             )
         table = self._table_np()
         table[meta[2], meta[1]] = out_cache_loc.numpy()
-        # One array holds every [bs] tensor of the batch; one unbind makes their views.
-        cols = np.empty((5, meta.shape[1]), dtype=np.int64)
-        cols[:3] = meta
-        np.add(meta[1], 1, out=cols[3])
-        cols[4] = 1
-        input_ids, positions, rows, seq_lens, ones = torch.from_numpy(cols).unbind()
+        bs = meta.shape[1]
+        views = self._dec_views.get(bs)
+        if views is None:
+            views = self._decode_views(bs)
+        buf = self._dec
+        buf[:3, :bs] = meta
+        np.add(meta[1], 1, out=buf[3, :bs])
+        input_ids, positions, rows, seq_lens, ones = views
         return ScheduleBatch(
             "decode", input_ids, seq_lens, positions, ones, rows, out_cache_loc, positions
         )
+
+    def _decode_views(self, bs: int) -> tuple[torch.Tensor, ...]:
+        """The five ``[bs]`` tensors of a CPU decode batch: views of the first ``bs`` columns of
+        the rows of ``self._dec`` (input ids, positions, request rows, seq_lens, ones), made
+        once per batch size; a larger batch than the buffer holds gets a new buffer."""
+        if bs > self._dec.shape[1]:
+            self._dec = np.empty((5, max(bs, self.pool.max_reqs)), dtype=np.int64)
+            self._dec[4] = 1  # extend_lens: one new token per request, never rewritten
+            self._dec_views = {}
+        views = tuple(torch.from_numpy(self._dec[:, :bs]).unbind())
+        self._dec_views[bs] = views
+        return views

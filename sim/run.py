@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import gc
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import simpy
 import torch

@@ -58,6 +58,52 @@ def test_build_decode_writes_slot_at_seq_len() -> None:
     assert pool.req_to_token[3, 3].item() == loc.item()
 
 
+def test_decode_batches_of_changing_size_reuse_one_buffer() -> None:
+    """Batches of 2, 3 (past the pool's rows: a new buffer), 1 and 2 requests in a row: each
+    is right when built; extend_lens stay ones; a batch is valid until the next build."""
+    import numpy as np
+
+    pool = ReqToTokenPool(2, 64)
+    builder = BatchBuilder(pool)
+    seen = []
+    for step, bs in enumerate([2, 3, 1, 2]):
+        meta = np.array(
+            [
+                [100 + step + i for i in range(bs)],
+                [10 * step + i for i in range(bs)],
+                [1 + i % 2 for i in range(bs)],
+            ],
+            dtype=np.int64,
+        )
+        loc = torch.arange(1000 * step, 1000 * step + bs, dtype=torch.int64)
+        b = builder.build_decode([], loc, meta)
+        got = [
+            t.tolist()
+            for t in (
+                b.input_ids,
+                b.positions,
+                b.req_pool_indices,
+                b.seq_lens,
+                b.extend_lens,
+                b.prefix_lens,
+                b.out_cache_loc,
+            )
+        ]
+        assert got == [
+            meta[0].tolist(),
+            meta[1].tolist(),
+            meta[2].tolist(),
+            (meta[1] + 1).tolist(),
+            [1] * bs,
+            meta[1].tolist(),
+            loc.tolist(),
+        ]
+        assert pool.req_to_token[meta[2], meta[1]].tolist() == loc.tolist()
+        seen.append(b)
+    # reused: step 2's 1-request batch now shows step 3's first request
+    assert seen[2].input_ids.tolist() == [103] and seen[3].input_ids.tolist() == [103, 104]
+
+
 def test_unknown_flatten_rejected() -> None:
     with pytest.raises(ValueError, match="flatten"):
         BatchBuilder(ReqToTokenPool(1, 4), "bogus")
