@@ -30,7 +30,7 @@ step's cache operations and batch builds).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -82,6 +82,10 @@ class LinearCostModel:
             + self.prefill_per_token_s * sum(extend_lens)
             + self.prefill_per_cached_token_s * sum(prefix_lens)
         )
+
+    def decode_time_fn(self) -> Callable[[int, int], float]:
+        """``decode_time`` itself (the simulator's per-step call)."""
+        return self.decode_time
 
     def decode_time(self, batch_size: int, context_tokens: int) -> float:
         return (
@@ -158,6 +162,26 @@ class RooflineCostModel:
         flops = 2.0 * self.params * new + attn * pairs
         nbytes = self.weight_bytes + self.kv_bytes_per_token * (new + sum(prefix_lens))
         return self._roof(flops, nbytes)
+
+    def decode_time_fn(self) -> Callable[[int, int], float]:
+        """``decode_time`` as a closure over this model's constants, for the simulator's
+        per-step call: the same float operations in the same order (bit-identical results),
+        without re-deriving ``kv_bytes_per_token`` / ``weight_bytes`` every step."""
+        two_p = 2.0 * self.params
+        attn = 4.0 * self.layers * self.heads * self.head_dim
+        weights, kv = self.weight_bytes, self.kv_bytes_per_token
+        compute = self.peak_flops * self.compute_eff * self.tp
+        memory = self.mem_bw_bytes_s * self.bw_eff * self.tp
+        overhead = self.step_overhead_s
+
+        def decode_time(batch_size: int, context_tokens: int) -> float:
+            flops = two_p * batch_size
+            flops += attn * context_tokens
+            t_c = flops / compute
+            t_m = (weights + kv * context_tokens) / memory
+            return max(t_c, t_m) + overhead
+
+        return decode_time
 
     def decode_time(self, batch_size: int, context_tokens: int) -> float:
         flops = 2.0 * self.params * batch_size

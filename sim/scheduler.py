@@ -91,7 +91,7 @@ class Scheduler:
         self.capacity = allocator.size  # tokens: whole pages only when paged
         self.before_step: Callable[[Scheduler], None] | None = None
         self.paged = self.slots.page_size > 1
-        self.cost = cfg.cost
+        self._decode_time = cfg.cost.decode_time_fn()
         self._ratio_decay = cfg.new_token_ratio_decay  # per decode step
         self._ratio_min = cfg.min_new_token_ratio
 
@@ -130,9 +130,11 @@ class Scheduler:
         n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
         fn(reqs, loc, *extra)
-        self.rec.add(
-            op, perf_counter_ns() - t0, int(loc.numel()), len(reqs), n, t, lv, self.env.now
-        )
+        ns = perf_counter_ns() - t0
+        rec = self.rec  # OpRecorder.add, inlined: one build per step
+        if not rec.depth:
+            rec.charge_ns += ns
+        rec.records.append((op, ns, loc.numel(), len(reqs), n, t, lv, self.env.now))
 
     def _step_time(self, forward_s: float) -> tuple[float, float]:
         """(simulated step duration, measured CPU s of the step) for the clock mode."""
@@ -318,7 +320,7 @@ class Scheduler:
         self._timed_build(
             "build_decode", self.builder.build_decode, running, loc, arr.decode_inputs()
         )
-        step_s, cpu_s = self._step_time(self.cost.decode_time(bs, arr.seq_total + bs))
+        step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
         self._log("decode", bs, bs, step_s, cpu_s)
         return step_s
 

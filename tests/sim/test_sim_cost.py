@@ -72,3 +72,12 @@ def test_bad_cost_model_input_names_the_file_and_key(tmp_path) -> None:
         load_cost_model(str(broken))
     with pytest.raises(ValueError, match=">= 0"):
         LinearCostModel(prefill_base_s=-1)
+
+
+@pytest.mark.parametrize("spec", ["linear", *preset_names()])
+def test_decode_time_fn_is_decode_time_bit_for_bit(spec: str) -> None:
+    model = load_cost_model(spec)
+    fn = model.decode_time_fn()
+    for bs in (1, 3, 64, 257):
+        for ctx in (0, 1, 1000, 123_457, 3_000_001):
+            assert fn(bs, ctx) == model.decode_time(bs, ctx)  # exact, not approx
