@@ -94,6 +94,7 @@ class BatchBuilder:
         # size the torch views of its rows' first bs columns (see build_decode).
         self._dec = np.empty((5, 0), dtype=np.int64)
         self._dec_views: dict[int, tuple[torch.Tensor, ...]] = {}
+        self._dec_meta: dict[int, np.ndarray] = {}  # bs -> self._dec[:3, :bs]
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:
         if self.cuda:
@@ -226,7 +227,8 @@ class BatchBuilder:
         if views is None:
             views = self._decode_views(bs)
         buf = self._dec
-        buf[:3, :bs] = meta
+        if meta is not self._dec_meta[bs]:
+            buf[:3, :bs] = meta
         np.add(meta[1], 1, out=buf[3, :bs])
         input_ids, positions, rows, seq_lens, ones = views
         return ScheduleBatch(
@@ -240,7 +242,20 @@ class BatchBuilder:
         if bs > self._dec.shape[1]:
             self._dec = np.empty((5, max(bs, self.pool.max_reqs)), dtype=np.int64)
             self._dec[4] = 1  # extend_lens: one new token per request, never rewritten
-            self._dec_views = {}
+            self._dec_views, self._dec_meta = {}, {}
         views = tuple(torch.from_numpy(self._dec[:, :bs]).unbind())
         self._dec_views[bs] = views
+        self._dec_meta[bs] = self._dec[:3, :bs]
         return views
+
+    def decode_meta(self, bs: int) -> np.ndarray:
+        """int64 ``[3, bs]`` for ``build_decode``'s ``meta`` on the CPU: a view of the buffer the
+        decode batch is built in, which the caller fills (last output token, ``seq_len``,
+        ``req_pool_idx`` per request); given back to ``build_decode`` it is not copied. Valid
+        until the next ``build_decode`` or ``decode_meta`` of a larger ``bs``. On CUDA a fresh
+        array (the batch is copied to the device anyway)."""
+        if self.cuda:
+            return np.empty((3, bs), dtype=np.int64)
+        if bs not in self._dec_views:
+            self._decode_views(bs)
+        return self._dec_meta[bs]

@@ -29,10 +29,17 @@ def records_frame(
     # An empty object column would stay ``object`` (and a Python transpose gave ``float64``):
     # an empty ``str`` column is typed as a filled one is.
     df = pd.DataFrame(
-        {
-            name: arr[name] if len(arr) or kind != "str" else np.array([], dtype=str)
-            for name, kind in columns
-        }
+        {name: _str_column(arr[name]) if kind == "str" else arr[name] for name, kind in columns}
     )
     df.insert(0, "variant", variant)
     return df
+
+
+def _str_column(values: np.ndarray) -> Any:
+    """A column of Python ``str`` (object array) as pandas' string array, the dtype a
+    DataFrame gives such a column. Through its few distinct values (op or step names): one
+    hash pass and one take, not a conversion per row."""
+    if not len(values):
+        values = np.array([], dtype=str)
+    codes, uniques = pd.factorize(values)
+    return pd.array(np.asarray(uniques, dtype=object), dtype="str").take(codes)

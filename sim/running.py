@@ -138,11 +138,12 @@ class RunningArrays:
         return self.seq + d if d else self.seq
 
     # ------------------------------------------------------------------ decode
-    def decode_inputs(self) -> np.ndarray:
+    def decode_inputs(self, out: np.ndarray | None = None) -> np.ndarray:
         """int64 ``[3, bs]``: last sampled token, position of the new token (``seq_len``),
-        ``req_pool_idx`` — a fresh array (the batch's tensors may view it)."""
+        ``req_pool_idx``; written into ``out`` when given (e.g. ``BatchBuilder.decode_meta``),
+        else a fresh array."""
         d = self.steps - self.base
-        m = np.empty((3, self.rows.size), dtype=_I64)
+        m = np.empty((3, self.rows.size), dtype=_I64) if out is None else out
         m[0] = self.buf[self.pos + d if d else self.pos]  # faster than np.take(out=) here
         np.add(self.seq, d, out=m[1])
         m[2] = self.rows

@@ -317,9 +317,9 @@ class Scheduler:
         running = arr.reqs
         bs = len(running)
         loc = slots.decode(running, seq, arr.rows)
-        self._timed_build(
-            "build_decode", self.builder.build_decode, running, loc, arr.decode_inputs()
-        )
+        builder = self.builder
+        meta = arr.decode_inputs(builder.decode_meta(bs))
+        self._timed_build("build_decode", builder.build_decode, running, loc, meta)
         step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
         self._log("decode", bs, bs, step_s, cpu_s)
         return step_s

@@ -121,3 +121,19 @@ def test_build_extend_on_cuda_matches_cpu() -> None:
         assert batch.input_ids.device.type == dev
         outs.append((batch.input_ids.cpu().tolist(), pool.req_to_token[1, :4].cpu().tolist()))
     assert outs[0] == outs[1]
+
+
+def test_decode_meta_filled_in_place_gives_the_same_batch() -> None:
+    import numpy as np
+
+    pool = ReqToTokenPool(4, 64)
+    a, b = BatchBuilder(pool), BatchBuilder(ReqToTokenPool(4, 64))
+    meta = np.array([[7, 8, 9], [3, 4, 5], [1, 2, 3]], dtype=np.int64)
+    loc = torch.tensor([11, 12, 13])
+    want = a.build_decode([], loc, meta)
+    m = b.decode_meta(3)
+    m[:] = meta
+    got = b.build_decode([], loc, m)
+    for f in ("input_ids", "positions", "seq_lens", "extend_lens", "req_pool_indices"):
+        assert getattr(got, f).tolist() == getattr(want, f).tolist(), f
+    assert np.shares_memory(got.input_ids.numpy(), m)  # built in place, not copied

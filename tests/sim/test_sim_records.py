@@ -47,3 +47,9 @@ def test_relaxed_gc_never_lowers_the_threshold() -> None:
     with relaxed_gc(1):
         assert gc.get_threshold() == before
     assert gc.get_threshold() == before
+
+
+def test_str_column_is_what_pandas_makes_of_a_list_of_str() -> None:
+    ops = ["insert", "evict", "insert", "match_prefix", "evict"]
+    df = records_frame([(op, i, 0.5) for i, op in enumerate(ops)], SCHEMA, "v")
+    pd.testing.assert_series_equal(df["op"], pd.DataFrame({"op": ops})["op"])
