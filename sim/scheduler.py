@@ -305,23 +305,75 @@ class Scheduler:
         its simulated duration (s). The loop then waits that long and calls
         :meth:`_decode_done`. Per-request state advances in ``self.arr`` (numpy, O(1) calls per
         step); a request's ``Req`` fields are synced when it finishes, as the per-request loop
-        of 0.5.23's ``process_batch_result_decode`` would have left them."""
+        of 0.5.23's ``process_batch_result_decode`` would have left them. With ``page_size``
+        1 the slot check and allocation are ``SlotAllocator.decode_fits`` / ``decode``
+        inlined (the same evictions, the same ``alloc`` row), as this runs every step."""
         arr = self.arr
         slots = self.slots
-        seq = arr.seq_now() if self.paged else None
-        if not slots.decode_fits(arr.reqs, seq):
-            self._retract_decode()
-            seq = arr.seq_now() if self.paged else None
-        else:
-            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
+        allocator = self.allocator
         running = arr.reqs
         bs = len(running)
-        loc = slots.decode(running, seq, arr.rows)
+        if self.paged:
+            fits = slots.decode_fits(running, arr.seq_now())
+        else:  # decode_fits: bs slots, evicting the shortfall first
+            if allocator.available_size() < bs:
+                slots.evict_if_needed(bs)
+            fits = allocator.available_size() >= bs
+        if not fits:
+            self._retract_decode()
+            running = arr.reqs
+            bs = len(running)
+        else:
+            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
+        c, rec = self.cache, self.rec
+        now = self.env.now
+        if self.paged:
+            loc = slots.decode(running, arr.seq_now(), arr.rows)
+            n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
+        else:  # decode: the same checks, one timed alloc of bs slots
+            if allocator.available_size() < bs:
+                slots.evict_if_needed(bs)
+            n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
+            t0 = perf_counter_ns()
+            slots_or_none = allocator.alloc(bs)
+            ns = perf_counter_ns() - t0
+            if not rec.depth:
+                rec.charge_ns += ns
+            rec.records.append(("alloc", ns, bs, bs, n, t, lv, float(now)))
+            if slots_or_none is None:
+                raise RuntimeError(f"out of KV slots: need {bs}, admission invariant violated")
+            loc = slots_or_none
         builder = self.builder
         meta = arr.decode_inputs(builder.decode_meta(bs))
-        self._timed_build("build_decode", builder.build_decode, running, loc, meta)
-        step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
-        self._log("decode", bs, bs, step_s, cpu_s)
+        t0 = perf_counter_ns()  # _timed_build, inlined; the tree is as the alloc left it
+        builder.build_decode(running, loc, meta)
+        ns = perf_counter_ns() - t0
+        if not rec.depth:
+            rec.charge_ns += ns
+        rec.records.append(("build_decode", ns, bs, bs, n, t, lv, now))
+        cpu_s = rec.charge_ns * 1e-9  # _step_time, inlined
+        rec.charge_ns = 0
+        step_s = self._decode_time(bs, arr.seq_total + bs)
+        if self.coupled:
+            step_s += cpu_s
+        cap = self.capacity
+        self.steps.records.append(  # _log, inlined (StepLog column order)
+            (
+                float(now),
+                "decode",
+                step_s,
+                cpu_s,
+                bs,
+                bs,
+                len(self.waiting),
+                bs,
+                cap - allocator.available_size(),
+                cap,
+                c.evictable_size(),
+                c.protected_size(),
+                self.retractions,
+            )
+        )
         return step_s
 
     def _decode_done(self) -> None:
@@ -340,10 +392,14 @@ class Scheduler:
             if self.before_step is not None:
                 self.arr.sync()
                 self.before_step(self)
-            batch = self._get_new_batch_prefill()
+            # _get_new_batch_prefill returns [] at once unless one of these holds
+            if self.chunked_req is not None or (self.waiting and self.admission_dirty):
+                batch = self._get_new_batch_prefill()
+            else:
+                batch = []
             if batch:
                 yield from self._prefill(batch)
-            elif self.running:
+            elif self.arr.reqs:
                 yield self.env.timeout(self._decode())
                 self._decode_done()
             elif self.arrivals_done and not self.waiting and self.chunked_req is None:
