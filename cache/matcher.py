@@ -81,23 +81,23 @@ class GallopingMatcher(Matcher):
 
     def common_prefix(self, a: array, b: array, offset: int, page_size: int) -> int:
         rest = b[offset:] if offset else b
-        n = min(len(a), len(rest))
+        la, lr = len(a), len(rest)
+        n = la if la < lr else lr
         lo, step = 0, 1
-        while True:
-            if lo >= n:
-                return n // page_size * page_size
-            hi = min(lo + step, n)
+        while lo < n:  # the loop of 0.5.23's match_at, statement for statement
+            hi = lo + step if lo + step < n else n
             if a[lo:hi] != rest[lo:hi]:
-                break
-            lo, step = hi, step * 2
-        # Invariant: a[:lo] == rest[:lo] and the first mismatch lies in [lo, hi).
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if a[lo:mid] == rest[lo:mid]:
-                lo = mid
-            else:
-                hi = mid
-        return lo // page_size * page_size
+                # a[:lo] == rest[:lo] and the first mismatch lies in [lo, hi)
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if a[lo:mid] == rest[lo:mid]:
+                        lo = mid
+                    else:
+                        hi = mid
+                return lo // page_size * page_size
+            lo = hi
+            step *= 2
+        return n // page_size * page_size
 
 
 def _memview_prefix(ma: memoryview, mb: memoryview, lo: int, n: int, offset: int) -> int:
