@@ -112,10 +112,11 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
         method = getattr(cls, op)
         append = rec.records.append
         total_size = cache.total_size
-        if not track_stack:
+        if not track_stack:  # radixbench's RadixCache: its size counters read directly
 
             def fast(*args: Any) -> Any:
-                n, t, lv = cache.num_nodes, total_size(), cache.num_evictable_leaves
+                n, lv = cache.num_nodes, cache.num_evictable_leaves
+                t = cache.evictable_size_ + cache.protected_size_  # total_size()
                 rec.depth += 1
                 t0 = perf_counter_ns()
                 try:
