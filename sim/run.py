@@ -180,11 +180,14 @@ class VariantSim:
 
     def step(self, max_events: int) -> bool:
         """Process up to ``max_events`` simpy events; ``False`` once nothing is left. Runs
-        under :func:`paused_gc`."""
+        under :func:`paused_gc` and ``torch.no_grad()``, as sglang 0.5.23's scheduler loop
+        (``event_loop_normal`` under ``DynamicGradMode``: ``no_grad`` unless
+        ``SGLANG_ENABLE_TORCH_INFERENCE_MODE`` is set), so tensor ops skip autograd's
+        bookkeeping there as here."""
         env = self.env
         t0 = perf_counter_ns()
         n = 0
-        with paused_gc():
+        with paused_gc(), torch.no_grad():
             try:
                 for n in range(1, max_events + 1):
                     if env.peek() == simpy.core.Infinity:
