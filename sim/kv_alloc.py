@@ -68,11 +68,7 @@ class SlotAllocator:
         n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
         out = fn(*args)
-        ns = perf_counter_ns() - t0
-        rec = self.rec  # OpRecorder.add, inlined: one allocation per step
-        if not rec.depth:
-            rec.charge_ns += ns
-        rec.records.append(("alloc", ns, tokens, tokens, n, t, lv, self.now()))
+        self.rec.add("alloc", perf_counter_ns() - t0, tokens, tokens, n, t, lv, self.now())
         if out is None:  # admission / check_decode_mem make this unreachable
             raise RuntimeError(f"out of KV slots: need {tokens}, admission invariant violated")
         return out

@@ -130,11 +130,7 @@ class Scheduler:
         n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
         t0 = perf_counter_ns()
         fn(reqs, loc, *extra)
-        ns = perf_counter_ns() - t0
-        rec = self.rec  # OpRecorder.add, inlined: one build per step
-        if not rec.depth:
-            rec.charge_ns += ns
-        rec.records.append((op, ns, loc.numel(), len(reqs), n, t, lv, self.env.now))
+        self.rec.add(op, perf_counter_ns() - t0, loc.numel(), len(reqs), n, t, lv, self.env.now)
 
     def _step_time(self, forward_s: float) -> tuple[float, float]:
         """(simulated step duration, measured CPU s of the step) for the clock mode."""
@@ -336,10 +332,7 @@ class Scheduler:
             n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
             t0 = perf_counter_ns()
             slots_or_none = allocator.alloc(bs)
-            ns = perf_counter_ns() - t0
-            if not rec.depth:
-                rec.charge_ns += ns
-            rec.records.append(("alloc", ns, bs, bs, n, t, lv, float(now)))
+            rec.add("alloc", perf_counter_ns() - t0, bs, bs, n, t, lv, float(now))
             if slots_or_none is None:
                 raise RuntimeError(f"out of KV slots: need {bs}, admission invariant violated")
             loc = slots_or_none
@@ -347,33 +340,9 @@ class Scheduler:
         meta = arr.decode_inputs(builder.decode_meta(bs))
         t0 = perf_counter_ns()  # _timed_build, inlined; the tree is as the alloc left it
         builder.build_decode(running, loc, meta)
-        ns = perf_counter_ns() - t0
-        if not rec.depth:
-            rec.charge_ns += ns
-        rec.records.append(("build_decode", ns, bs, bs, n, t, lv, now))
-        cpu_s = rec.charge_ns * 1e-9  # _step_time, inlined
-        rec.charge_ns = 0
-        step_s = self._decode_time(bs, arr.seq_total + bs)
-        if self.coupled:
-            step_s += cpu_s
-        cap = self.capacity
-        self.steps.records.append(  # _log, inlined (StepLog column order)
-            (
-                float(now),
-                "decode",
-                step_s,
-                cpu_s,
-                bs,
-                bs,
-                len(self.waiting),
-                bs,
-                cap - allocator.available_size(),
-                cap,
-                c.evictable_size(),
-                c.protected_size(),
-                self.retractions,
-            )
-        )
+        rec.add("build_decode", perf_counter_ns() - t0, bs, bs, n, t, lv, now)
+        step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
+        self._log("decode", bs, bs, step_s, cpu_s)
         return step_s
 
     def _decode_done(self) -> None:
