@@ -19,7 +19,7 @@ _INT = (
     "protected_tokens",
     "retractions",
 )
-_COLUMNS = ("sim_time_s", "step", "step_s", "measured_cpu_s", *_INT)
+#: The step table's columns and dtypes, in record order (docs/CONTRACTS.md).
 _SCHEMA = (
     ("sim_time_s", "float64"),
     ("step", "str"),
@@ -27,6 +27,7 @@ _SCHEMA = (
     ("measured_cpu_s", "float64"),
     *((c, "int64") for c in _INT),
 )
+_COLUMNS = tuple(name for name, _ in _SCHEMA)
 
 
 class StepLog:
