@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gc
+
 import pandas as pd
 import pytest
 import torch
@@ -7,6 +9,7 @@ import torch
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
 from radixbench.sim import SimConfig, Variant, resolve_device, run_variant
+from radixbench.sim.run import paused_gc
 from radixbench.workloads import load_mooncake
 
 CPU = torch.device("cpu")
@@ -98,3 +101,20 @@ def test_interleaved_equals_sequential(trace100, small_cfg) -> None:
     for a, b in zip(seq, inter):
         pd.testing.assert_frame_equal(a.requests, b.requests)
         pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])
+
+
+def test_paused_gc_pauses_then_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # was off before: stays off
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), paused_gc():
+        raise RuntimeError("boom")
+    assert gc.isenabled()

@@ -1,14 +1,11 @@
-"""records_frame: row tuples to typed columns; paused_gc: the collector paused, then restored."""
+"""records_frame: row tuples to typed columns."""
 
 from __future__ import annotations
-
-import gc
 
 import pandas as pd
 import pytest
 
 from radixbench.sim.records import records_frame
-from radixbench.sim.run import paused_gc
 
 SCHEMA = (("op", "str"), ("ns", "int64"), ("t", "float64"))
 
@@ -33,20 +30,3 @@ def test_empty_records_keep_the_column_types() -> None:
 def test_a_tuple_that_does_not_fit_raises() -> None:
     with pytest.raises((ValueError, TypeError)):
         records_frame([("insert", "five", 0.5)], SCHEMA, "v")
-
-
-def test_paused_gc_pauses_then_restores_the_collector() -> None:
-    assert gc.isenabled()
-    with paused_gc():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with paused_gc():
-            assert not gc.isenabled()
-        assert not gc.isenabled()  # was off before: stays off
-    finally:
-        gc.enable()
-    with pytest.raises(RuntimeError), paused_gc():
-        raise RuntimeError("boom")
-    assert gc.isenabled()
