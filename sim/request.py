@@ -4,6 +4,7 @@ retraction back to waiting when decode runs out of KV slots."""
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -23,13 +24,16 @@ class Req:
     ``cache_inserted_len``: 0.5.23's ``req.kv`` fields — the row's first tokens that the tree
     owns, and the tokens this request has inserted into the tree (both reset on retraction).
     ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
-    every output token. ``retractions``: times decode retracted it.
+    every output token. ``retractions``: times decode retracted it. ``expand``: makes the
+    prompt tokens of a request built by :meth:`on_demand` the first time :meth:`full_ids` is
+    called, then ``None``.
     """
 
     __slots__ = (
         "arrival_s",
         "cache_inserted_len",
         "cache_protected_len",
+        "expand",
         "extra_key",
         "fill_ids",
         "finish_s",
@@ -76,28 +80,66 @@ class Req:
         self.token_s = array("d")
         self.retractions = 0
         self.status = "waiting"
+        self.expand: Callable[[], array] | None = None
+
+    @classmethod
+    def on_demand(
+        cls,
+        rid: int,
+        arrival_s: float,
+        input_len: int,
+        output_len: int,
+        expand: Callable[[], array],
+    ) -> Req:
+        """A request whose ``input_len`` prompt tokens ``expand()`` makes when they are first
+        read (:meth:`full_ids`: at its first admission attempt or queue ordering), not at
+        arrival. Tokens, results and the order of every cache operation are the same as with
+        the tokens given up front; a waiting queue of thousands of long prompts just holds no
+        tokens (on the whole Mooncake trace up to ~8,000 requests wait: ~0.6 GB of ids)."""
+        req = cls(rid, arrival_s, array("q"), output_len)
+        req.input_len = input_len
+        req.expand = expand
+        return req
+
+    def _materialize(self) -> array:
+        """Run ``expand`` (once): the prompt tokens become ``input_ids`` / ``fill_ids``. Raises
+        ``ValueError`` when it returns other than ``input_len`` tokens."""
+        assert self.expand is not None
+        ids = self.expand()
+        if len(ids) != self.input_len:
+            raise ValueError(
+                f"request {self.rid}: expand() gave {len(ids)} prompt tokens, "
+                f"expected input_len {self.input_len}"
+            )
+        self.input_ids = self.fill_ids = ids
+        self.expand = None
+        return ids
 
     def release_tokens(self) -> None:
         """Drop the token arrays of a finished request (a full trace holds ~10^8 tokens);
         lengths, times and counters stay."""
         empty = array("q")
         self.input_ids = self.fill_ids = self.output_ids = self.output_plan = empty
+        self.expand = None
         self.prefix_indices = torch.empty(0, dtype=torch.int64)
         self.last_node = None
 
     def full_ids(self) -> array:
         """``input_ids + output_ids``: what a (re-)prefill computes (SGLang ``fill_ids`` of
-        ``init_next_round_input``)."""
+        ``init_next_round_input``). Makes the prompt tokens of an :meth:`on_demand` request
+        first (mutates ``input_ids`` / ``fill_ids`` / ``expand``)."""
+        if self.expand is not None:
+            self._materialize()
         return self.input_ids + self.output_ids if self.output_ids else self.input_ids
 
     def token_ids(self, up_to: int | None = None) -> array:
         """The cache's ``CacheReq.token_ids``: ``full_ids()[:up_to]`` (0.5.23
         ``full_untruncated_fill_ids[:up_to]``) with one copy at most; ``input_ids`` itself
         when that is the answer (arrays are never written in place once a request holds them)."""
-        inp = self.input_ids
-        k = len(inp)
         if up_to is None:
             return self.full_ids()
+        inp = self.input_ids if self.expand is None else self._materialize()
+        k = len(inp)
         if up_to <= k:
             return inp if up_to == k else inp[:up_to]
         return inp + self.output_ids[: up_to - k]

@@ -6,6 +6,7 @@ import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from time import perf_counter_ns
 from typing import Any
 
@@ -118,7 +119,9 @@ class VariantSim:
 
     Builds a fresh pool, allocator and cache with ``variant``'s implementation and algorithms
     (``radixbench.cache.impls.make_cache``: radixbench's ``RadixCache`` or SGLang's, driven
-    alike); every request's token ids are materialised on arrival (``block_tokens``).
+    alike). A request's prompt token ids (``block_tokens``) are made when the scheduler first
+    reads them, at its first admission attempt (``Req.on_demand``), not on arrival: the same
+    tokens, but a long waiting queue holds none.
     Deterministic for a given trace and config: in the isolated clock mode nothing measured
     feeds back into the schedule.
     """
@@ -171,8 +174,10 @@ class VariantSim:
                 delay = tr.arrival_s - env.now
                 if delay > 0:
                     yield env.timeout(delay)
-                ids = block_tokens(tr.hash_ids, tr.input_length)
-                sched.enqueue(Req(tr.rid, tr.arrival_s, ids, tr.output_length))
+                # prompt tokens are made at the first admission attempt, not held while waiting
+                expand = partial(block_tokens, tr.hash_ids, tr.input_length)
+                req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+                sched.enqueue(req)
             sched.close()
 
         env.process(arrivals())
