@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -59,13 +59,13 @@ FLATTENERS: dict[str, Callable[[Sequence[array]], torch.Tensor]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduleBatch:
+class ScheduleBatch(NamedTuple):
     """Tensors of one step, all int64 on the device. ``bs`` = requests, ``T`` = new tokens
     (extend: sum of extend lengths; decode: ``bs``).
 
     input_ids ``[T]``, out_cache_loc ``[T]`` (KV slots written this step), positions ``[T]``,
-    seq_lens / prefix_lens / extend_lens / req_pool_indices ``[bs]``.
+    seq_lens / prefix_lens / extend_lens / req_pool_indices ``[bs]``. A typed tuple (immutable,
+    built in one call: this runs every step, and inside the timed batch builds).
     """
 
     forward_mode: str

@@ -144,7 +144,9 @@ class RunningArrays:
         else a fresh array."""
         d = self.steps - self.base
         m = np.empty((3, self.rows.size), dtype=_I64) if out is None else out
-        m[0] = self.buf[self.pos + d if d else self.pos]  # faster than np.take(out=) here
+        # buf[pos + d] as a gather from the view buf[d:]: no temporary pos + d (a ufunc call
+        # costs ~4x the gather at these sizes); faster than np.take(out=) too
+        m[0] = self.buf[d:][self.pos] if d else self.buf[self.pos]
         np.add(self.seq, d, out=m[1])
         m[2] = self.rows
         return m
