@@ -39,6 +39,19 @@ def test_block_tokens_matches_reference_formula() -> None:
     assert small.tolist() == ref_block_tokens([5, 9], 20, 16, 1000)
 
 
+def test_block_tokens_results_outlive_the_reused_work_buffer_and_threads_agree() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = block_tokens([1, 2, 3], 1300)
+    kept = first.tolist()
+    block_tokens([9] * 300, 300 * 512)  # grows and overwrites the work buffer
+    assert first.tolist() == kept == ref_block_tokens([1, 2, 3], 1300, 512, DEFAULT_VOCAB_SIZE)
+    jobs = [([h, h + 1], 600 + h) for h in range(40)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda a: block_tokens(*a).tolist(), jobs))
+    assert got == [ref_block_tokens(h, n, 512, DEFAULT_VOCAB_SIZE) for h, n in jobs]
+
+
 def test_block_tokens_type_length_range() -> None:
     toks = block_tokens((0, 1, 2), 1500)
     assert isinstance(toks, array)
