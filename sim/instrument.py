@@ -1,9 +1,10 @@
 """Timing of every cache operation and batch build with ``perf_counter_ns``.
 
-``OpRecorder`` keeps columnar lists (cheap appends, one DataFrame at the end, schema in
-docs/CONTRACTS.md). ``instrument(cache, recorder, clock)`` wraps a ``RadixCache`` instance's
-public operations in place, so calls the cache makes to itself (``checkpoint`` / ``release`` ->
-``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref``) are timed too. The
+``OpRecorder`` keeps the rows in flat columnar buffers (``sim.records.RecordLog``: two
+array appends per op, one DataFrame at the end, schema in docs/CONTRACTS.md).
+``instrument(cache, recorder, clock)`` wraps a ``RadixCache`` instance's public operations in
+place, so calls the cache makes to itself (``checkpoint`` / ``release`` -> ``insert`` /
+``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref``) are timed too. The
 recorded time is wall time of the call alone; tree statistics are read before the timer
 starts. In the isolated clock mode nothing measured is added to simulated time; in the coupled
 mode the scheduler takes ``take_charge_ns()`` (the top-level calls only: ``insert`` inside
@@ -24,11 +25,9 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
-import pandas as pd
-
 from radixbench.cache.radix_cache import RadixCache
 from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.sim.records import records_frame
+from radixbench.sim.records import RecordLog
 
 #: The per-op table's columns and dtypes, in record order (docs/CONTRACTS.md).
 _SCHEMA = (
@@ -41,17 +40,15 @@ _SCHEMA = (
     ("evictable_leaves", "int64"),
     ("sim_time_s", "float64"),
 )
-_COLUMNS = tuple(name for name, _ in _SCHEMA)
 
 
-class OpRecorder:
-    """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table).
-
-    One tuple per operation, in ``_COLUMNS`` order, appended to ``records`` (one append per op:
-    the recorder is on the path of every cache call); ``rows`` / ``frame`` give the columns."""
+class OpRecorder(RecordLog):
+    """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table), columnar
+    (:class:`RecordLog`): per op one ``ints.extend`` of ``(op code, ns, key_len, result,
+    tree_nodes, tree_tokens, evictable_leaves)`` and one ``floats.append(sim_time_s)``."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[Any, ...]] = []
+        super().__init__(_SCHEMA)
         self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
         self.stack: list[str] = []  # ops of the timed calls in progress, innermost last
         self.charge_ns = 0  # top-level timed ns since the scheduler last took them
@@ -73,24 +70,14 @@ class OpRecorder:
         evictable_leaves: int,
         sim_time_s: float,
     ) -> None:
+        """Record one operation (charged to the coupled clock unless nested in a timed one)."""
         if self.depth == 0:
             self.charge_ns += ns
-        self.records.append(
-            (op, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves, sim_time_s)
-        )
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    @property
-    def rows(self) -> dict[str, list[Any]]:
-        """The records by column (a fresh dict of lists, ``_COLUMNS`` order)."""
-        cols = list(zip(*self.records)) if self.records else [()] * len(_COLUMNS)
-        return {c: list(v) for c, v in zip(_COLUMNS, cols)}
-
-    def frame(self, variant: str) -> pd.DataFrame:
-        """The records as a DataFrame with a ``variant`` column first."""
-        return records_frame(self.records, _SCHEMA, variant)
+        code = self._codes.get(op)
+        if code is None:
+            code = self.code(op)
+        self.floats.append(sim_time_s)
+        self.ints.extend((code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves))
 
 
 def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -> RadixCache:
@@ -110,7 +97,8 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
         """``cls.<op>`` timed alone: statistics, key length and result are read outside the
         timer; ``rec.depth`` marks nesting (coupled clock counts top-level calls only)."""
         method = getattr(cls, op)
-        append = rec.records.append
+        code = rec.code(op)
+        ints_extend, floats_append = rec.ints.extend, rec.floats.append
         total_size = cache.total_size
         if not track_stack:  # radixbench's RadixCache: its size counters read directly
 
@@ -126,7 +114,8 @@ def instrument(cache: RadixCache, rec: OpRecorder, clock: Callable[[], float]) -
                     rec.depth -= 1
                 if not rec.depth:
                     rec.charge_ns += ns
-                append((op, ns, key_len(*args), result(res), n, t, lv, clock()))
+                floats_append(clock())
+                ints_extend((code, ns, key_len(*args), result(res), n, t, lv))
                 return res
 
             return fast
@@ -179,6 +168,7 @@ def _time_evict_free(cache: RadixCache, rec: OpRecorder) -> None:
     free = alloc.free
     timed_evict = cache.evict
     state = [False, 0]  # inside an evict; free ns summed in it
+    kv_free = rec.code("evict_kv_free")
 
     def timed_free(indices: Any) -> Any:
         if not state[0]:
@@ -195,8 +185,10 @@ def _time_evict_free(cache: RadixCache, rec: OpRecorder) -> None:
             res = timed_evict(num_tokens)
         finally:
             state[0] = False
-        row = rec.records[-1]  # the evict row ``timed`` just appended
-        rec.records.append(("evict_kv_free", state[1], *row[2:]))
+        ints, floats = rec.last_row()  # the evict row ``timed`` just appended
+        ints[0], ints[1] = kv_free, state[1]
+        rec.ints.extend(ints)
+        rec.floats.extend(floats)
         return res
 
     alloc.free = timed_free

@@ -1,45 +1,107 @@
-"""Row tuples to a DataFrame in one conversion: the end-of-run step of the simulator's logs.
+"""Append-only columnar logs: the per-op and per-step tables of a run (docs/CONTRACTS.md).
 
-The hot paths (``OpRecorder``, ``StepLog``) append one tuple per row, the cheapest record
-Python has; at the end of a run :func:`records_frame` turns the list into columns through one
-numpy structured array (a C loop over the tuples) rather than a Python transpose and a
-per-column conversion: for the ~650k ops of the whole Mooncake trace, 0.2 s instead of 0.9 s.
+The hot paths (``OpRecorder``, ``StepLog``) append every row to two flat arrays: the row's int64
+values (str columns as small int codes) with one ``array('q').extend`` and its float64 values with
+one ``array('d')`` append. No Python object is kept per row: on the whole Mooncake trace
+(~600k op rows, ~157k step rows) a list of row tuples held ~180 MB of objects, which the
+cyclic collector then had to walk once, and turning them into columns took ~0.2 s; here the
+frame is a reshape of two buffers.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-
-def records_frame(
-    records: Sequence[tuple[Any, ...]], columns: Sequence[tuple[str, str]], variant: str
-) -> pd.DataFrame:
-    """A DataFrame with a ``variant`` column first, then one column per ``(name, dtype)`` of
-    ``columns`` taken from ``records`` (tuples in that order).
-
-    ``dtype``: a numpy dtype string (``"int64"``, ``"float64"``) or ``"str"`` (a Python str
-    per row; pandas' string dtype, as a DataFrame built from lists of str). Mutates nothing.
-    Raises ``ValueError`` / ``TypeError`` when a tuple does not fit the columns."""
-    dt = np.dtype([(name, object if kind == "str" else kind) for name, kind in columns])
-    arr = np.array(records, dtype=dt) if len(records) else np.empty(0, dtype=dt)
-    # An empty object column would stay ``object`` (and a Python transpose gave ``float64``):
-    # an empty ``str`` column is typed as a filled one is.
-    df = pd.DataFrame(
-        {name: _str_column(arr[name]) if kind == "str" else arr[name] for name, kind in columns}
-    )
-    df.insert(0, "variant", variant)
-    return df
+#: Column kinds a log holds: ``str`` (a few distinct names, stored as codes), int64, float64.
+KINDS = ("str", "int64", "float64")
 
 
-def _str_column(values: np.ndarray) -> Any:
-    """A column of Python ``str`` (object array) as pandas' string array, the dtype a
-    DataFrame gives such a column. Through its few distinct values (op or step names): one
-    hash pass and one take, not a conversion per row."""
-    if not len(values):
-        values = np.array([], dtype=str)
-    codes, uniques = pd.factorize(values)
-    return pd.array(np.asarray(uniques, dtype=object), dtype="str").take(codes)
+class RecordLog:
+    """Rows of a fixed ``schema`` (``(name, kind)`` pairs, kind in :data:`KINDS`).
+
+    Layout: ``ints`` holds, per row, the row's ``str`` codes and ``int64`` values in schema
+    order (``int_cols``); ``floats`` its ``float64`` values in schema order (``float_cols``).
+    A writer appends one row as ``ints.extend((...))`` then ``floats.append(x)`` /
+    ``floats.extend((...))`` (use :meth:`code` for a str value), or calls :meth:`append_row`.
+    Raises ``ValueError`` for an unknown kind or a schema without an int or str column.
+    """
+
+    def __init__(self, schema: Sequence[tuple[str, str]]) -> None:
+        self.schema = tuple(schema)
+        bad = [f"{name}: {kind}" for name, kind in self.schema if kind not in KINDS]
+        if bad:
+            raise ValueError(f"unknown column kinds {bad}; known: {', '.join(KINDS)}")
+        self.int_cols = tuple(name for name, kind in self.schema if kind != "float64")
+        self.float_cols = tuple(name for name, kind in self.schema if kind == "float64")
+        if not self.int_cols:
+            raise ValueError("a RecordLog needs at least one int64 or str column")
+        self.ints = array("q")
+        self.floats = array("d")
+        self.names: list[str] = []  # str values by code
+        self._codes: dict[str, int] = {}
+
+    def code(self, name: str) -> int:
+        """The int code standing for the str value ``name`` (assigned on first use)."""
+        c = self._codes.get(name)
+        if c is None:
+            c = self._codes[name] = len(self.names)
+            self.names.append(name)
+        return c
+
+    def append_row(self, row: Sequence[Any]) -> None:
+        """Append one row given in schema order (str values as str). Slower than the two
+        appends the hot paths make; for tests and rare writers."""
+        kinds = [kind for _, kind in self.schema]
+        self.ints.extend(
+            self.code(v) if k == "str" else v for v, k in zip(row, kinds) if k != "float64"
+        )
+        self.floats.extend(v for v, k in zip(row, kinds) if k == "float64")
+
+    def last_row(self) -> tuple[array, array]:
+        """The last row's ``(ints, floats)`` (copies). Raises ``IndexError`` when empty."""
+        ni, nf = len(self.int_cols), len(self.float_cols)
+        if not self.ints:
+            raise IndexError("last_row of an empty log")
+        return self.ints[-ni:], (self.floats[-nf:] if nf else array("d"))
+
+    def __len__(self) -> int:
+        return len(self.ints) // len(self.int_cols)
+
+    def columns(self) -> dict[str, Any]:
+        """Every column as an array, schema order: int64 / float64 numpy arrays (fresh), str
+        columns as pandas' string array (the dtype a DataFrame gives a column of str).
+        Raises ``ValueError`` when the two buffers do not hold the same number of rows."""
+        n = len(self)
+        ints = np.frombuffer(self.ints, dtype=np.int64).reshape(n, len(self.int_cols))
+        floats = np.frombuffer(self.floats, dtype=np.float64)
+        if floats.size != n * len(self.float_cols):
+            raise ValueError(f"log rows disagree: {n} int rows, {floats.size} float values")
+        floats = floats.reshape(n, len(self.float_cols))
+        names = pd.array(np.array(self.names, dtype=object), dtype="str")
+        out: dict[str, Any] = {}
+        for name, kind in self.schema:
+            if kind == "float64":
+                out[name] = floats[:, self.float_cols.index(name)].copy()
+                continue
+            col = ints[:, self.int_cols.index(name)]
+            out[name] = names.take(col) if kind == "str" else col.copy()
+        return out
+
+    def frame(self, variant: str) -> pd.DataFrame:
+        """The rows as a DataFrame with a ``variant`` column first. Mutates nothing."""
+        df = pd.DataFrame(self.columns())
+        df.insert(0, "variant", variant)
+        return df
+
+    @property
+    def rows(self) -> dict[str, list[Any]]:
+        """The rows by column, as Python values (a fresh dict of lists, schema order)."""
+        return {
+            name: col.tolist() if isinstance(col, np.ndarray) else list(col)
+            for name, col in self.columns().items()
+        }

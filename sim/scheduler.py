@@ -139,22 +139,20 @@ class Scheduler:
 
     def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float) -> None:
         c, cap = self.cache, self.capacity
-        self.steps.append(  # StepLog column order
-            (
-                float(self.env.now),
-                step,
-                step_s,
-                cpu_s,
-                bs,
-                new,
-                len(self.waiting),
-                len(self.arr.reqs),
-                cap - self.allocator.available_size(),
-                cap,
-                c.evictable_size(),
-                c.protected_size(),
-                self.retractions,
-            )
+        self.steps.append(
+            float(self.env.now),
+            step,
+            step_s,
+            cpu_s,
+            bs,
+            new,
+            len(self.waiting),
+            len(self.arr.reqs),
+            cap - self.allocator.available_size(),
+            cap,
+            c.evictable_size(),
+            c.protected_size(),
+            self.retractions,
         )
 
     def _reject(self, req: Req) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
-from radixbench.sim.records import records_frame
+from radixbench.sim.records import RecordLog
 
 _INT = (
     "batch_size",
@@ -30,8 +28,9 @@ _SCHEMA = (
 _COLUMNS = tuple(name for name, _ in _SCHEMA)
 
 
-class StepLog:
-    """Columnar append-only log: one row per scheduler step (prefill or decode).
+class StepLog(RecordLog):
+    """Columnar append-only log (:class:`RecordLog`): one row per scheduler step (prefill or
+    decode).
 
     ``sim_time_s``: step start (s); ``step_s``: simulated duration (s, measured CPU time
     included in the coupled clock mode); ``measured_cpu_s``: measured CPU time of the step's
@@ -40,27 +39,44 @@ class StepLog:
     """
 
     def __init__(self) -> None:
-        self.records: list[tuple[Any, ...]] = []
+        super().__init__(_SCHEMA)
 
     def add(self, **row: Any) -> None:
         """Append one step; every column of the contract must be given (``KeyError``)."""
-        self.records.append(tuple(row[c] for c in _COLUMNS))
+        self.append_row([row[c] for c in _COLUMNS])
 
-    def append(self, row: tuple[Any, ...]) -> None:
-        """Append one step given as a tuple in column order: ``sim_time_s, step, step_s,
-        measured_cpu_s, batch_size, new_tokens, queue_len, running, kv_used_tokens,
-        kv_capacity_tokens, evictable_tokens, protected_tokens, retractions``."""
-        self.records.append(row)
-
-    @property
-    def rows(self) -> dict[str, list[Any]]:
-        """The steps by column (a fresh dict of lists)."""
-        cols = list(zip(*self.records)) if self.records else [()] * len(_COLUMNS)
-        return {c: list(v) for c, v in zip(_COLUMNS, cols)}
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def frame(self, variant: str) -> pd.DataFrame:
-        """The steps as a DataFrame with a ``variant`` column first."""
-        return records_frame(self.records, _SCHEMA, variant)
+    def append(
+        self,
+        sim_time_s: float,
+        step: str,
+        step_s: float,
+        measured_cpu_s: float,
+        batch_size: int,
+        new_tokens: int,
+        queue_len: int,
+        running: int,
+        kv_used_tokens: int,
+        kv_capacity_tokens: int,
+        evictable_tokens: int,
+        protected_tokens: int,
+        retractions: int,
+    ) -> None:
+        """Append one step (the columns in contract order)."""
+        code = self._codes.get(step)
+        if code is None:
+            code = self.code(step)
+        self.floats.extend((sim_time_s, step_s, measured_cpu_s))
+        self.ints.extend(
+            (
+                code,
+                batch_size,
+                new_tokens,
+                queue_len,
+                running,
+                kv_used_tokens,
+                kv_capacity_tokens,
+                evictable_tokens,
+                protected_tokens,
+                retractions,
+            )
+        )

@@ -1,32 +1,124 @@
-"""records_frame: row tuples to typed columns."""
+"""RecordLog: rows appended to flat int/float buffers, read back as typed columns."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from radixbench.sim.records import records_frame
+from radixbench.sim.instrument import OpRecorder
+from radixbench.sim.records import RecordLog
+from radixbench.sim.timeseries import StepLog
 
-SCHEMA = (("op", "str"), ("ns", "int64"), ("t", "float64"))
+SCHEMA = (("op", "str"), ("ns", "int64"), ("t", "float64"), ("k", "int64"))
 
 
-def test_columns_follow_the_tuples_and_the_schema() -> None:
-    df = records_frame([("insert", 5, 0.5), ("evict", 7, 1.0)], SCHEMA, "v")
-    assert list(df.columns) == ["variant", "op", "ns", "t"]
-    assert df["op"].tolist() == ["insert", "evict"]
-    assert df["ns"].tolist() == [5, 7] and df["ns"].dtype == "int64"
-    assert df["t"].dtype == "float64"
+def test_columns_follow_the_rows_and_the_schema() -> None:
+    log = RecordLog(SCHEMA)
+    log.append_row(("insert", 5, 0.5, -3))
+    log.ints.extend((log.code("evict"), 7))  # the hot-path form: ints then floats
+    log.ints.append(2**62)
+    log.floats.append(1.0)
+    log.append_row(("insert", 9, 2.25, 0))
+    df = log.frame("v")
+    assert list(df.columns) == ["variant", "op", "ns", "t", "k"]
+    assert df["op"].tolist() == ["insert", "evict", "insert"]
+    assert df["ns"].tolist() == [5, 7, 9] and df["ns"].dtype == "int64"
+    assert df["k"].tolist() == [-3, 2**62, 0] and df["k"].dtype == "int64"
+    assert df["t"].tolist() == [0.5, 1.0, 2.25] and df["t"].dtype == "float64"
     assert set(df["variant"]) == {"v"}
     assert pd.api.types.is_string_dtype(df["op"])
+    assert len(log) == 3
+    assert log.rows == {
+        "op": ["insert", "evict", "insert"],
+        "ns": [5, 7, 9],
+        "t": [0.5, 1.0, 2.25],
+        "k": [-3, 2**62, 0],
+    }
+    assert all(type(v) is int for v in log.rows["ns"])
 
 
-def test_empty_records_keep_the_column_types() -> None:
-    empty = records_frame([], SCHEMA, "v")
-    full = records_frame([("insert", 5, 0.5)], SCHEMA, "v")
-    assert len(empty) == 0
-    assert empty.dtypes.tolist() == full.dtypes.tolist()
+def test_str_columns_have_the_dtype_of_a_frame_built_from_str() -> None:
+    log = RecordLog(SCHEMA)
+    log.append_row(("insert", 5, 0.5, 1))
+    direct = pd.DataFrame({"op": ["insert"]})
+    assert log.frame("v")["op"].dtype == direct["op"].dtype
 
 
-def test_a_tuple_that_does_not_fit_raises() -> None:
-    with pytest.raises((ValueError, TypeError)):
-        records_frame([("insert", "five", 0.5)], SCHEMA, "v")
+def test_empty_log_keeps_the_column_types() -> None:
+    empty, full = RecordLog(SCHEMA), RecordLog(SCHEMA)
+    full.append_row(("insert", 5, 0.5, 1))
+    assert len(empty) == 0 and len(empty.frame("v")) == 0
+    assert empty.frame("v").dtypes.tolist() == full.frame("v").dtypes.tolist()
+
+
+def test_a_half_written_row_is_caught_when_read() -> None:
+    log = RecordLog(SCHEMA)
+    log.append_row(("insert", 5, 0.5, 1))
+    log.ints.extend((log.code("evict"), 7, 1))  # no float value
+    with pytest.raises(ValueError, match="log rows disagree"):
+        log.frame("v")
+
+
+def test_values_that_do_not_fit_the_columns_raise() -> None:
+    log = RecordLog(SCHEMA)
+    with pytest.raises(TypeError):
+        log.append_row(("insert", "five", 0.5, 1))
+    with pytest.raises(ValueError, match="unknown column kinds"):
+        RecordLog((("a", "int32"),))
+    with pytest.raises(ValueError, match="at least one int64 or str"):
+        RecordLog((("a", "float64"),))
+
+
+def test_last_row_copies_the_last_row() -> None:
+    log = RecordLog(SCHEMA)
+    with pytest.raises(IndexError):
+        log.last_row()
+    log.append_row(("insert", 5, 0.5, 1))
+    log.append_row(("evict", 6, 1.5, 2))
+    ints, floats = log.last_row()
+    assert list(ints) == [log.code("evict"), 6, 2] and list(floats) == [1.5]
+    ints[1] = 99  # a copy: the log is unchanged
+    assert log.rows["ns"] == [5, 6]
+
+
+def test_op_recorder_and_step_log_give_their_contract_columns() -> None:
+    rec = OpRecorder()
+    rec.add("insert", 10, 3, 1, 4, 5, 6, 0.25)
+    rec.add("evict", 20, 7, 2, 8, 9, 1, 0.5)
+    df = rec.frame("v")
+    assert list(df.columns) == [
+        "variant",
+        "op",
+        "ns",
+        "key_len",
+        "result",
+        "tree_nodes",
+        "tree_tokens",
+        "evictable_leaves",
+        "sim_time_s",
+    ]
+    assert df.iloc[1, 1:].tolist() == ["evict", 20, 7, 2, 8, 9, 1, 0.5]
+    assert rec.take_charge_ns() == 30 and rec.take_charge_ns() == 0
+    steps = StepLog()
+    steps.append(1.5, "decode", 0.02, 1e-5, 4, 4, 0, 4, 100, 1000, 50, 40, 0)
+    steps.add(
+        sim_time_s=2.0,
+        step="prefill",
+        step_s=0.1,
+        measured_cpu_s=2e-5,
+        batch_size=1,
+        new_tokens=30,
+        queue_len=2,
+        running=4,
+        kv_used_tokens=130,
+        kv_capacity_tokens=1000,
+        evictable_tokens=60,
+        protected_tokens=70,
+        retractions=0,
+    )
+    sdf = steps.frame("v")
+    assert sdf["step"].tolist() == ["decode", "prefill"]
+    assert sdf.iloc[0, 1:].tolist() == [1.5, "decode", 0.02, 1e-5, 4, 4, 0, 4, 100, 1000, 50, 40, 0]
+    assert sdf["kv_used_tokens"].tolist() == [100, 130]
+    with pytest.raises(KeyError):
+        steps.add(sim_time_s=3.0)
