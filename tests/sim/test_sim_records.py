@@ -122,3 +122,12 @@ def test_op_recorder_and_step_log_give_their_contract_columns() -> None:
     assert sdf["kv_used_tokens"].tolist() == [100, 130]
     with pytest.raises(KeyError):
         steps.add(sim_time_s=3.0)
+
+
+def test_a_log_read_mid_run_can_still_grow() -> None:
+    log = RecordLog(SCHEMA)
+    log.append_row(("insert", 5, 0.5, 1))
+    first = log.frame("v")
+    for i in range(5000):  # grows the buffers: no view of them may outlive frame()
+        log.append_row(("evict", i, 1.0, 2))
+    assert len(first) == 1 and len(log.frame("v")) == 5001
