@@ -73,9 +73,7 @@ class OpRecorder(RecordLog):
         """Record one operation (charged to the coupled clock unless nested in a timed one)."""
         if self.depth == 0:
             self.charge_ns += ns
-        code = self._codes.get(op)
-        if code is None:
-            code = self.code(op)
+        code = self.code(op)
         self.floats.append(sim_time_s)
         self.ints.extend((code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves))
 

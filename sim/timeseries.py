@@ -62,9 +62,7 @@ class StepLog(RecordLog):
         retractions: int,
     ) -> None:
         """Append one step (the columns in contract order)."""
-        code = self._codes.get(step)
-        if code is None:
-            code = self.code(step)
+        code = self.code(step)
         self.floats.extend((sim_time_s, step_s, measured_cpu_s))
         self.ints.extend(
             (
