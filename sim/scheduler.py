@@ -299,46 +299,17 @@ class Scheduler:
         its simulated duration (s). The loop then waits that long and calls
         :meth:`_decode_done`. Per-request state advances in ``self.arr`` (numpy, O(1) calls per
         step); a request's ``Req`` fields are synced when it finishes, as the per-request loop
-        of 0.5.23's ``process_batch_result_decode`` would have left them. With ``page_size``
-        1 the slot check and allocation are ``SlotAllocator.decode_fits`` / ``decode``
-        inlined (the same evictions, the same ``alloc`` row), as this runs every step."""
-        arr = self.arr
-        slots = self.slots
-        allocator = self.allocator
-        running = arr.reqs
-        bs = len(running)
-        if self.paged:
-            fits = slots.decode_fits(running, arr.seq_now())
-        else:  # decode_fits: bs slots, evicting the shortfall first
-            if allocator.available_size() < bs:
-                slots.evict_if_needed(bs)
-            fits = allocator.available_size() >= bs
-        if not fits:
+        of 0.5.23's ``process_batch_result_decode`` would have left them."""
+        arr, slots, builder = self.arr, self.slots, self.builder
+        if not slots.decode_fits(arr.reqs, arr.seq_now() if self.paged else None):
             self._retract_decode()
-            running = arr.reqs
-            bs = len(running)
         else:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
-        c, rec = self.cache, self.rec
-        now = self.env.now
-        if self.paged:
-            loc = slots.decode(running, arr.seq_now(), arr.rows)
-            n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
-        else:  # decode: the same checks, one timed alloc of bs slots
-            if allocator.available_size() < bs:
-                slots.evict_if_needed(bs)
-            n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
-            t0 = perf_counter_ns()
-            slots_or_none = allocator.alloc(bs)
-            rec.add("alloc", perf_counter_ns() - t0, bs, bs, n, t, lv, float(now))
-            if slots_or_none is None:
-                raise RuntimeError(f"out of KV slots: need {bs}, admission invariant violated")
-            loc = slots_or_none
-        builder = self.builder
+        running = arr.reqs
+        bs = len(running)
+        loc = slots.decode(running, arr.seq_now() if self.paged else None, arr.rows)
         meta = arr.decode_inputs(builder.decode_meta(bs))
-        t0 = perf_counter_ns()  # _timed_build, inlined; the tree is as the alloc left it
-        builder.build_decode(running, loc, meta)
-        rec.add("build_decode", perf_counter_ns() - t0, bs, bs, n, t, lv, now)
+        self._timed_build("build_decode", builder.build_decode, running, loc, meta)
         step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
         self._log("decode", bs, bs, step_s, cpu_s)
         return step_s
