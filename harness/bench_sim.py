@@ -280,7 +280,10 @@ def markdown(b: SimBench, command: str) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
-    section, or appended after a blank line; the file is created if missing). Atomic."""
+    section, or appended after a blank line; the file is created if missing). Atomic, with the
+    mode a plain write would give (``reports._atomic.atomic_paths``)."""
+    from radixbench.reports._atomic import atomic_paths
+
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     old = _section(text)
     if old is not None:
@@ -289,11 +292,8 @@ def write_section(path: Path, section: str) -> None:
         new = head + section + ("\n" + tail if tail else "")
     else:
         new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(new)
-    os.replace(tmp, path)
+    with atomic_paths(path) as (tmp,):
+        tmp.write_text(new, encoding="utf-8")
 
 
 def with_section_of(path: Path, text: str) -> str:

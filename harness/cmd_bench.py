@@ -13,8 +13,6 @@ and prints (``--markdown``: writes) its section with the machine details.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 from typing import cast
 
@@ -25,6 +23,7 @@ from radixbench.harness.bench_alloc import AllocBenchSpec, bench_alloc_section
 from radixbench.harness.bench_cache import GC_METHOD, BenchSpec, run_all
 from radixbench.harness.cliutil import positive_int
 from radixbench.harness.runinfo import environment
+from radixbench.reports._atomic import atomic_paths
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,11 +46,8 @@ def _atomic_write(path: Path, text: str) -> None:
     from radixbench.harness.bench_sim import with_section_of
 
     text = with_section_of(path, text)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    with atomic_paths(path) as (tmp,):
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _table(df: pd.DataFrame, index: list[str], value: str, fmt: str) -> str:

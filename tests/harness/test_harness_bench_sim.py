@@ -91,6 +91,19 @@ def test_bench_cache_markdown_keeps_the_simulator_speed_section(tmp_path: Path) 
     assert bare.read_text(encoding="utf-8") == "# only\n"
 
 
+def test_benchmark_files_get_the_mode_of_a_plain_write(tmp_path: Path) -> None:
+    from radixbench.harness.cmd_bench import _atomic_write
+
+    plain = tmp_path / "plain.md"
+    plain.write_text("x\n", encoding="utf-8")
+    mode = plain.stat().st_mode & 0o777
+    sim, cache = tmp_path / "sim.md", tmp_path / "cache.md"
+    bench_sim.write_section(sim, f"{bench_sim.START}\nnew\n{bench_sim.END}\n")
+    _atomic_write(cache, "# report\n")
+    assert sim.stat().st_mode & 0o777 == mode == cache.stat().st_mode & 0o777  # not 0600
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
 def test_a_failing_trace_run_is_a_one_line_error(capsys) -> None:
     code = main(
         ["bench", "sim", "--variant", "nope/galloping/numpy", "--skip", "startup,help,report"]
