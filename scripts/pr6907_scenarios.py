@@ -19,20 +19,14 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
+from radixbench.harness.scenario import bundled_scenarios
 from radixbench.reports.markdown import pipe_table
 
 BASE, CAND = "heapify/galloping/numpy", "persistent-heap/galloping/numpy"
-
-
-def bundled() -> list[str]:
-    """The bundled scenario names, sorted."""
-    files = resources.files("radixbench.workloads.scenarios").iterdir()
-    return sorted(f.name.removesuffix(".toml") for f in files if f.name.endswith(".toml"))
 
 
 def run_one(cmd: list[str], scenario: str) -> dict[str, object]:
@@ -85,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     script = Path(sys.executable).with_name("radixbench")
     cmd = shlex.split(args.radixbench) if args.radixbench else [str(script)]
-    names = args.scenarios.split(",") if args.scenarios else bundled()
+    names = args.scenarios.split(",") if args.scenarios else list(bundled_scenarios())
     rows = []
     for name in names:
         rows.append(run_one(cmd, name))
