@@ -1,37 +1,129 @@
-"""Cache implementations by spec: radixbench's own ``RadixCache`` or SGLang's real one.
+"""The built-in cache implementations, registered in :mod:`radixbench.cache.registry`.
 
-A spec is ``"radixbench"`` (:data:`RADIXBENCH`, radixbench's cache with the configured evictor
-and matcher) or an SGLang spec understood by :func:`radixbench.cache.sglang_loader.load_sglang`
-(``"sglang"``, ``"sglang:PATH"``, ``"sglang:FILE.py:CLASS"``), run through
-:class:`radixbench.cache.sglang_adapter.SGLangCache`. The simulator builds its cache with
-:func:`make_cache`; choosing specs, labelling them and describing them in reports is the
-harness's business (``radixbench.harness.impl``).
+* ``radixbench`` — radixbench's own :class:`~radixbench.cache.radix_cache.RadixCache`, the one
+  implementation that takes the ``evictor`` and ``matcher`` axes from the variant.
+* ``sglang`` — SGLang's real ``RadixCache`` of the installed sglang 0.5.23, behind
+  :class:`~radixbench.cache.sglang_adapter.SGLangCache`; ``sglang:PATH`` a checkout's
+  ``python/`` folder, ``sglang:FILE.py:CLASS`` a user's subclass (``sglang_loader``). Its
+  evictor and matcher are SGLang's own: 0.5.23 heapifies every evictable leaf per ``evict``
+  (radixbench's ``heapify``) and compares keys with ``RadixKey.match_at``'s galloping loop
+  (radixbench's ``galloping``), its like-for-like partner among radixbench's variants.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 from pathlib import Path
-from typing import cast
+from typing import Any
 
-from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig
-from radixbench.cache.radix_cache import RadixCache
+from radixbench.cache.interface import ImplInfo
+from radixbench.cache.registry import ImplEntry, register_impl
 
-__all__ = ["RADIXBENCH", "check_spec", "default_label", "make_cache"]
+__all__ = ["RADIXBENCH", "SGLANG_REFERENCE", "radixbench_info"]
 
 #: The spec of radixbench's own cache (the default implementation).
 RADIXBENCH = "radixbench"
 
+#: What sglang 0.5.23's ``RadixCache`` runs, as radixbench's axis values: ``evict`` heapifies
+#: every evictable leaf per call (``radix_cache.py: RadixCache.evict``) and ``match_at``
+#: gallops (``radix_cache.py: RadixKey.match_at``).
+SGLANG_REFERENCE = {"evictor": "heapify", "matcher": "galloping"}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def radixbench_info() -> ImplInfo:
+    """What radixbench's cache runs: the installed radixbench's version, the folder of
+    ``radixbench.cache`` and the sha256 of every module of it but the SGLang loader and
+    adapter and the implementation registry."""
+    import radixbench.cache as pkg
+
+    folder = Path(pkg.__file__ or "").parent
+    skip = {"sglang_adapter.py", "sglang_loader.py", "impls.py", "registry.py", "interface.py"}
+    files = {
+        f"radixbench/cache/{p.name}": _sha256(p)
+        for p in sorted(folder.glob("*.py"))
+        if p.name not in skip
+    }
+    try:
+        version = importlib.metadata.version("radixbench")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return ImplInfo(
+        label=RADIXBENCH,
+        spec=RADIXBENCH,
+        version=version,
+        origin=str(folder),
+        cls="radixbench.cache.radix_cache.RadixCache",
+        files=files,
+    )
+
+
+def _load_radixbench(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
+    return RADIXBENCH, None, radixbench_info()
+
+
+def _make_radixbench(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    from radixbench.cache.radix_cache import RadixCache
+
+    return RadixCache(pool, allocator, config)
+
+
+def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
+    from radixbench.cache.sglang_adapter import sglang_info
+    from radixbench.cache.sglang_loader import load_sglang
+
+    loaded = load_sglang(spec)
+    return loaded.label, loaded, sglang_info(loaded)
+
+
+def _make_sglang(loaded: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    from radixbench.cache.sglang_adapter import SGLangCache
+
+    return SGLangCache(pool, allocator, config, loaded)
+
+
+register_impl(
+    ImplEntry(
+        name=RADIXBENCH,
+        load=_load_radixbench,
+        factory=_make_radixbench,
+        axes=frozenset({"evictor", "matcher"}),
+        help="radixbench's cache (the default; takes --evictors and --matchers)",
+    ),
+    replace=True,
+)
+register_impl(
+    ImplEntry(
+        name="sglang",
+        load=_load_sglang,
+        factory=_make_sglang,
+        reference=SGLANG_REFERENCE,
+        policies=("lru", "lfu", "fifo", "mru", "filo", "priority", "slru"),
+        takes_arg=True,
+        help="SGLang's RadixCache: sglang (installed 0.5.23), sglang:PATH (a checkout's "
+        "python/ folder), sglang:FILE.py:CLASS (a RadixCache subclass)",
+    ),
+    replace=True,
+)
+
+
+# ---------------------------------------------------------------- transitional API
+# (the simulator and harness move to radixbench.cache.registry; these keep them working)
+
 
 def check_spec(spec: str) -> None:
-    """Check ``spec``'s syntax (nothing is loaded): ``radixbench``, ``sglang`` or
-    ``sglang:<rest>``. Raises ``ValueError`` (one line naming the spec)."""
-    head, sep, rest = spec.partition(":")
-    if spec == RADIXBENCH or (head == "sglang" and (not sep or rest)):
-        return
-    raise ValueError(
-        f"unknown impl {spec!r}; known: radixbench, sglang, sglang:PATH, sglang:FILE.py:CLASS"
-    )
+    """Check ``spec``'s syntax against the registered implementations (nothing is loaded).
+    Raises ``ValueError`` (one line naming the spec)."""
+    from radixbench.cache.registry import ImplError, entries, known_specs
+
+    name, sep, arg = spec.partition(":")
+    entry = entries().get(name)
+    if entry is None or (sep and (not arg or not entry.takes_arg)):
+        raise ImplError(f"unknown impl {spec!r}; known: {known_specs()}")
 
 
 def default_label(spec: str) -> str:
@@ -49,26 +141,8 @@ def default_label(spec: str) -> str:
     return f"sglang@{top.name or 'root'}"
 
 
-def make_cache(
-    spec: str,
-    req_to_token_pool: ReqToTokenPool,
-    token_to_kv_pool_allocator: TokenToKVPoolAllocator,
-    config: CacheConfig,
-) -> RadixCache:
-    """A fresh, empty cache of implementation ``spec`` over the given pool and allocator.
+def make_cache(spec: str, req_to_token_pool: Any, allocator: Any, config: Any) -> Any:
+    """``radixbench.cache.registry.make_cache``."""
+    from radixbench.cache.registry import make_cache as make
 
-    ``radixbench``: ``RadixCache(pool, allocator, config)``. An SGLang spec: the (cached) load
-    of ``spec`` wrapped in an ``SGLangCache`` (``config.evictor`` / ``config.matcher`` are
-    ignored: SGLang's are its own); it presents ``RadixCache``'s public API, so it is typed as
-    one here for the simulator, which uses nothing else. Raises ``ValueError`` for a bad spec,
-    ``SGLangLoadError`` (a ``ValueError``, one line) when SGLang cannot be loaded or does not
-    support ``config.policy``.
-    """
-    check_spec(spec)
-    if spec == RADIXBENCH:
-        return RadixCache(req_to_token_pool, token_to_kv_pool_allocator, config)
-    from radixbench.cache.sglang_adapter import SGLangCache
-    from radixbench.cache.sglang_loader import load_sglang
-
-    cache = SGLangCache(req_to_token_pool, token_to_kv_pool_allocator, config, load_sglang(spec))
-    return cast(RadixCache, cache)
+    return make(spec, req_to_token_pool, allocator, config)

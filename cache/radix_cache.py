@@ -13,7 +13,7 @@ Every difference from 0.5.23 that stays on purpose is listed in ``docs/SGLANG-FI
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 import torch
@@ -21,6 +21,7 @@ import torch
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchResult
 from radixbench.cache.evictor import make_evictor
+from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
@@ -107,6 +108,65 @@ class RadixCache:
     def total_size(self) -> int:
         """Tokens held by the tree (O(1); ``check_integrity`` verifies it against a walk)."""
         return self.evictable_size_ + self.protected_size_
+
+    def tree_stats(self) -> TreeStats:
+        """``(nodes excluding the root, tokens held, evictable leaves)``, from the O(1)
+        counters (``PrefixCache.tree_stats``)."""
+        return (
+            self.num_nodes,
+            self.evictable_size_ + self.protected_size_,
+            self.num_evictable_leaves,
+        )
+
+    def node_id(self, node: TreeNode) -> int:
+        """``node.id`` (the root's is 0)."""
+        return node.id
+
+    def walk(self) -> Iterator[tuple[int, int]]:
+        """``(node id, parent id)`` of every node but the root, depth first, a node before its
+        children, children in insertion order (``PrefixCache.walk``). Mutates nothing."""
+        stack = list(reversed(self.root.children.values()))
+        while stack:
+            node = stack.pop()
+            assert node.parent is not None
+            yield node.id, node.parent.id
+            if node.children:
+                stack.extend(reversed(node.children.values()))
+
+    def held_slots(self) -> torch.Tensor:
+        """int64 ``[total_size()]``: the KV slots of every node, in :meth:`walk`'s reverse
+        order of siblings. Mutates nothing."""
+        values = []
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            values.append(node.value)
+            stack.extend(node.children.values())
+        if not values:
+            return self._empty
+        return torch.cat(values)
+
+    def take_actions(self) -> list[CacheAction]:
+        """No KV events or tier transfers are emitted yet: always ``[]``."""
+        return []
+
+    def info(self) -> ImplInfo:
+        """radixbench's version, the folder of ``radixbench.cache`` and its files' sha256."""
+        from radixbench.cache.impls import radixbench_info
+
+        return radixbench_info()
+
+    def instrument(self, timer: OpTimer) -> None:
+        """Put ``timer`` around this instance's ``match_prefix``, ``insert``, ``evict``,
+        ``inc_lock_ref``, ``dec_lock_ref``, ``checkpoint`` and ``release`` (instance
+        attributes, so the calls the cache makes to itself — ``checkpoint`` -> ``insert`` —
+        are timed too) and record after every ``evict`` row an ``evict_kv_free`` row: the ns
+        its ``allocator.free`` calls took inside it (one per evicted leaf, as SGLang's
+        ``_delete_leaf``), so the evictor's own time can be told apart from the KV free.
+        Mutates this instance and ``allocator.free``."""
+        from radixbench.cache.interface import time_standard_ops
+
+        time_standard_ops(self, timer, kv_free_in_evict=True)
 
     # ------------------------------------------------------------------ match
     def match_prefix(self, key: RadixKey) -> MatchResult:

@@ -32,7 +32,7 @@ import inspect
 import itertools
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
@@ -40,6 +40,13 @@ import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
+from radixbench.cache.interface import (
+    CacheAction,
+    ImplInfo,
+    OpTimer,
+    TreeStats,
+    time_standard_ops,
+)
 from radixbench.cache.key import RadixKey
 from radixbench.cache.sglang_loader import LoadedSGLang, SGLangLoadError
 
@@ -123,6 +130,33 @@ class _ReqProxy:
         self.last_node = req.last_node
 
 
+def policy_error(loaded: LoadedSGLang, policy: str) -> str | None:
+    """Why ``loaded``'s cache class cannot run eviction ``policy`` (one line), or ``None``:
+    0.5.23's ``RadixCache`` supports :data:`SGLANG_POLICIES`; ``tlru`` only a class that
+    declares ``keeps_tlru_lengths = True``."""
+    if policy in SGLANG_POLICIES:
+        return None
+    if policy == "tlru" and getattr(loaded.cache_class, "keeps_tlru_lengths", False):
+        return None
+    return (
+        f"eviction policy {policy!r} is not supported by {loaded.cache_class.__qualname__} "
+        f"(supported: {', '.join(SGLANG_POLICIES)})"
+    )
+
+
+def sglang_info(loaded: LoadedSGLang) -> ImplInfo:
+    """The report's description of a load: label, spec, version, origin, class, files."""
+    cls = loaded.cache_class
+    return ImplInfo(
+        label=loaded.label,
+        spec=loaded.spec,
+        version=loaded.version,
+        origin=loaded.origin,
+        cls=f"{cls.__module__}.{cls.__qualname__}",
+        files=dict(loaded.files),
+    )
+
+
 class SGLangCache:
     """SGLang's ``RadixCache`` (or a user's class) with radixbench's cache API.
 
@@ -185,12 +219,20 @@ class SGLangCache:
         )
         self._next_id = 0
         self.num_nodes = 0
+        self._window = False  # inside _begin/_end: SGLang may be creating nodes
         self._begin()
         try:
             self.sgl = loaded.cache_class(params)
         finally:
             self._end()
         self.num_nodes = 0  # tree nodes excluding the root
+        sgl = self.sgl
+        #: SGLang's own methods, unwrapped: what the adapter's methods call (``instrument``
+        #: wraps the instance's attributes, which SGLang's own code calls)
+        self._raw = {
+            op: getattr(sgl, op)
+            for op in ("insert", "match_prefix", "inc_lock_ref", "dec_lock_ref")
+        }
         self._victims: list[int] = []
         delete_leaf = self.sgl._delete_leaf
 
@@ -206,11 +248,13 @@ class SGLangCache:
         for shim in self._shims:
             shim.clock = self.clock
         self._node_cls.counter = self._next_id
+        self._window = True
 
     def _end(self) -> None:
         counter = self._node_cls.counter
         self.num_nodes += counter - self._next_id
         self._next_id = counter
+        self._window = False
 
     def _key(self, key: RadixKey, copy: bool = False) -> Any:
         if key.is_bigram:
@@ -225,19 +269,10 @@ class SGLangCache:
             return self._RadixKey(key.raw(), key.extra_key, cache_salt=key.cache_salt)
         return self._RadixKey(ids[:] if copy else ids, key.extra_key, cache_salt=key.cache_salt)
 
-    def implementation_info(self) -> dict[str, Any]:
-        """``label``, ``spec``, ``version``, ``origin``, ``class`` and ``files`` (sha256 by
-        path) of the SGLang code this cache runs, for reports."""
-        info = self.loaded
-        cls = info.cache_class
-        return {
-            "label": info.label,
-            "spec": info.spec,
-            "version": info.version,
-            "origin": info.origin,
-            "class": f"{cls.__module__}.{cls.__qualname__}",
-            "files": dict(info.files),
-        }
+    def info(self) -> ImplInfo:
+        """``label``, ``spec``, ``version``, ``origin``, class and ``files`` (sha256 by path)
+        of the SGLang code this cache runs, for reports."""
+        return sglang_info(self.loaded)
 
     # ------------------------------------------------------------------ state
     @property
@@ -270,6 +305,79 @@ class SGLangCache:
         """``evictable_size() + protected_size()``: O(1), equal to SGLang's tree walk."""
         return int(self.sgl.evictable_size() + self.sgl.protected_size())
 
+    def tree_stats(self) -> TreeStats:
+        """``(nodes, tokens, evictable leaves)`` in O(1). While SGLang runs (inside one of
+        the adapter's calls: its ``checkpoint`` calls its own ``insert`` / ``match_prefix``,
+        which are timed), the nodes SGLang created so far (``TreeNode.counter`` past the
+        adapter's ``_next_id``) are counted too."""
+        n = self.num_nodes
+        if self._window:
+            n += self._node_cls.counter - self._next_id
+        sgl = self.sgl
+        return n, int(sgl.evictable_size() + sgl.protected_size()), len(sgl.evictable_leaves)
+
+    def node_id(self, node: Any) -> int:
+        """SGLang's ``TreeNode.id`` (per adapter, the root's is 0)."""
+        return int(node.id)
+
+    def walk(self) -> Iterator[tuple[int, int]]:
+        """``(node id, parent id)`` depth first over SGLang's tree, children in its dict
+        order (``PrefixCache.walk``)."""
+        root = self.sgl.root_node
+        stack = list(reversed(root.children.values()))
+        while stack:
+            node = stack.pop()
+            yield int(node.id), int(node.parent.id)
+            if node.children:
+                stack.extend(reversed(node.children.values()))
+
+    def held_slots(self) -> torch.Tensor:
+        """int64: the ``value`` of every node of SGLang's tree. Mutates nothing."""
+        values = []
+        stack = list(self.sgl.root_node.children.values())
+        while stack:
+            node = stack.pop()
+            values.append(node.value)
+            stack.extend(node.children.values())
+        if not values:
+            return torch.empty(0, dtype=torch.int64, device=self.device)
+        return torch.cat(values).to(torch.int64)
+
+    def take_actions(self) -> list[CacheAction]:
+        """KV events of SGLang's cache are not driven (its event modules are stubbed): ``[]``."""
+        return []
+
+    def instrument(self, timer: OpTimer) -> None:
+        """Put ``timer`` around the adapter's operations (:func:`~radixbench.cache.interface.
+        time_standard_ops`) and around SGLang's own ``insert`` / ``match_prefix`` /
+        ``inc_lock_ref`` / ``dec_lock_ref`` on its instance: SGLang's ``checkpoint`` and
+        ``lock`` / ``unlock`` call those directly, where radixbench's cache calls its own
+        (timed) methods, so both implementations give one row per logical operation. The
+        adapter's own methods call SGLang's unwrapped (``self._raw``): ``match_prefix`` of the
+        adapter delegating to SGLang's is one call, recorded once. The adapter's ``release``
+        runs the (untimed) checkpoint of the class, as radixbench's ``release`` calls an
+        untimed helper: one ``release`` row, the inserts inside it timed. Arguments and
+        results of the inner ops are SGLang's (``InsertParams.key``, ``InsertResult.
+        prefix_len``, ``MatchResult.device_prefix_len``, ``...LockRefResult.delta``).
+        Mutates this adapter and the SGLang instance."""
+        time_standard_ops(self, timer)
+        stats, sgl = self.tree_stats, self.sgl
+
+        def params_len(params: Any, *_: Any) -> int:
+            return len(params.key)
+
+        def no_key(*_: Any) -> int:
+            return 0
+
+        inner = {
+            "insert": (params_len, lambda r, *_: int(r.prefix_len)),
+            "match_prefix": (params_len, lambda r, *_: int(r.device_prefix_len)),
+            "inc_lock_ref": (no_key, lambda r, *_: int(r.delta)),
+            "dec_lock_ref": (no_key, lambda r, *_: int(r.delta)),
+        }
+        for op, (key_len, result) in inner.items():
+            setattr(sgl, op, timer.timed(op, self._raw[op], stats, key_len, result))
+
     # ------------------------------------------------------------------ tree
     def match_prefix(self, key: RadixKey) -> MatchResult:
         """``RadixCache.match_prefix(MatchPrefixParams(key=...))``: the longest cached prefix in
@@ -279,7 +387,7 @@ class SGLangCache:
         params = self._Match(key=self._key(key))
         self._begin()
         try:
-            r = self.sgl.match_prefix(params)
+            r = self._raw["match_prefix"](params)
         finally:
             self._end()
         node, n = r.last_device_node, r.device_prefix_len
@@ -301,7 +409,7 @@ class SGLangCache:
         )
         self._begin()
         try:
-            r = self.sgl.insert(params)
+            r = self._raw["insert"](params)
         finally:
             self._end()
         return int(r.prefix_len)
@@ -320,11 +428,11 @@ class SGLangCache:
 
     def inc_lock_ref(self, node: Any) -> int:
         """``RadixCache.inc_lock_ref``: change of the evictable size (<= 0)."""
-        return int(self.sgl.inc_lock_ref(node).delta)
+        return int(self._raw["inc_lock_ref"](node).delta)
 
     def dec_lock_ref(self, node: Any) -> int:
         """``RadixCache.dec_lock_ref``: change of the evictable size (>= 0)."""
-        return int(self.sgl.dec_lock_ref(node).delta)
+        return int(self._raw["dec_lock_ref"](node).delta)
 
     def lock(self, node: Any) -> Any:
         """``BasePrefixCache.lock``: a ``TreeLock`` handle for ``unlock``."""
@@ -367,7 +475,7 @@ class SGLangCache:
         if pool is None:
             raise RuntimeError("release needs a ReqToTokenPool")
         if checkpoint:
-            self.checkpoint(req, owned_len)
+            SGLangCache.checkpoint(self, req, owned_len)  # untimed, as radixbench's helper
         start = req.cache_protected_len
         if owned_len > start:
             self.allocator.free(

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.metadata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from radixbench.cache.impls import RADIXBENCH, check_spec
@@ -151,33 +149,19 @@ def impl_variants(
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def radixbench_info() -> dict[str, Any]:
-    """What radixbench's cache runs: ``version`` (the installed radixbench), ``origin`` (the
-    folder of ``radixbench.cache``), ``class`` and ``files``: sha256 of every module of that
-    folder but the SGLang loader, adapter and the implementation dispatch."""
-    import radixbench.cache as pkg
+    """What radixbench's cache runs (``radixbench.cache.impls.radixbench_info``) as the dict
+    of the report's Implementations table: ``spec``, ``version``, ``origin``, ``class``,
+    ``files``."""
+    from radixbench.cache.impls import radixbench_info as info_of
 
-    folder = Path(pkg.__file__ or "").parent
-    skip = {"sglang_adapter.py", "sglang_loader.py", "impls.py"}
-    files = {
-        f"radixbench/cache/{p.name}": _sha256(p)
-        for p in sorted(folder.glob("*.py"))
-        if p.name not in skip
-    }
-    try:
-        version = importlib.metadata.version("radixbench")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
+    info = info_of()
     return {
-        "spec": RADIXBENCH,
-        "version": version,
-        "origin": str(folder),
-        "class": "radixbench.cache.radix_cache.RadixCache",
-        "files": files,
+        "spec": info.spec,
+        "version": info.version,
+        "origin": info.origin,
+        "class": info.cls,
+        "files": dict(info.files),
     }
 
 
@@ -193,15 +177,24 @@ def implementations(variants: Sequence[Variant], caches: Sequence[Any]) -> list[
     report's Implementations table: ``impl`` (the label), ``spec``, ``version``, ``origin``
     (folder it was loaded from), ``class``, ``files`` (sha256 by path), ``files_sha256``
     (:func:`files_digest`) and ``variants`` (names). ``caches[i]`` is the cache ``variants[i]``
-    ran: an SGLang cache describes itself (``implementation_info()``)."""
+    ran; it describes itself (``PrefixCache.info()``)."""
     out: dict[str, dict[str, Any]] = {}
     for variant, cache in zip(variants, caches, strict=True):
         label = variant.impl_label
         if label not in out:
-            describe = getattr(cache, "implementation_info", None)
-            info = dict(describe()) if callable(describe) else radixbench_info()
-            info.pop("label", None)
-            info["files_sha256"] = files_digest(info["files"])
-            out[label] = {"impl": label, **info, "variants": []}
+            info = cache.info()
+            entry = {
+                "impl": label,
+                "spec": info.spec,
+                "version": info.version,
+                "origin": info.origin,
+                "class": info.cls,
+                "files": dict(info.files),
+            }
+            if info.tree_core:
+                entry["tree_core"] = info.tree_core
+                entry["tree_core_reason"] = info.tree_core_reason
+            entry["files_sha256"] = files_digest(info.files)
+            out[label] = {**entry, "variants": []}
         out[label]["variants"].append(variant.name)
     return list(out.values())

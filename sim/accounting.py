@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from radixbench.cache.radix_cache import RadixCache
+from radixbench.cache.interface import PrefixCache
 from radixbench.sim.request import Req
 
 
@@ -38,26 +38,11 @@ class KVAccount:
     live_requests: int
 
 
-def _tree_slots(cache: RadixCache) -> torch.Tensor:
-    """KV slots of every node below ``cache.root``, as int64. Needs only ``children`` (a dict)
-    and ``value`` (a tensor of slots) on nodes, so it walks radixbench's tree and SGLang's
-    (``SGLangCache.root`` is SGLang's root ``TreeNode``) alike."""
-    values = []
-    stack = list(cache.root.children.values())
-    while stack:
-        node = stack.pop()
-        values.append(node.value)
-        stack.extend(node.children.values())
-    if not values:
-        return torch.empty(0, dtype=torch.int64, device=cache.device)
-    return torch.cat(values).to(torch.int64)
-
-
-def kv_account(cache: RadixCache, live: Iterable[Req]) -> KVAccount:
+def kv_account(cache: PrefixCache, live: Iterable[Req]) -> KVAccount:
     """Count the pool's tokens by owner and check no page is owned twice.
 
-    ``cache``: the simulation's cache, a ``RadixCache`` or an ``SGLangCache`` (its
-    ``allocator``, ``req_to_token_pool``, ``page_size``, ``root``, ``total_size()``);
+    ``cache``: the simulation's cache, any ``PrefixCache`` (its ``allocator``,
+    ``req_to_token_pool``, ``page_size``, ``held_slots()``, ``total_size()``);
     ``live``: the requests holding KV (running ones and the chunked request). Reads
     ``req_to_token``; mutates nothing. Raises :class:`KVAccountingError` if a request's own
     slots are free, in the tree or shared with another request, if a request holds other than
@@ -66,7 +51,7 @@ def kv_account(cache: RadixCache, live: Iterable[Req]) -> KVAccount:
     alloc, pool, ps = cache.allocator, cache.req_to_token_pool, cache.page_size
     if pool is None:
         raise KVAccountingError("no ReqToTokenPool: request KV cannot be accounted")
-    tree_slots = _tree_slots(cache)
+    tree_slots = cache.held_slots().to(torch.int64)
     tree_tokens = cache.total_size()
     if tree_slots.numel() != tree_tokens:
         raise KVAccountingError(f"tree holds {tree_slots.numel()} slots for {tree_tokens} tokens")

@@ -32,8 +32,8 @@ so). The rules kept:
 
 from __future__ import annotations
 
+from radixbench.cache.interface import PrefixCache
 from radixbench.cache.key import RadixKey
-from radixbench.cache.radix_cache import RadixCache
 from radixbench.sim.config import SimConfig
 from radixbench.sim.request import Req
 
@@ -46,7 +46,7 @@ class PrefillAdder:
     def __init__(
         self,
         cfg: SimConfig,
-        cache: RadixCache,
+        cache: PrefixCache,
         running: list[Req],
         ratio: float,
         remaining: list[int] | None = None,

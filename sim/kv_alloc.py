@@ -22,36 +22,56 @@ cache as ``evict``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from time import perf_counter_ns
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from radixbench.cache.interface import PrefixCache
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
-from radixbench.cache.radix_cache import RadixCache
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.request import Req
+
+
+def _first(n: int) -> int:
+    return n
+
+
+def _fourth(*args: Any) -> int:
+    return int(args[3])
+
+
+def _numel(seq: torch.Tensor, *_: Any) -> int:
+    return seq.numel()
 
 
 class SlotAllocator:
     """KV slots for the scheduler's steps, from ``cache.allocator`` (a token allocator when
     ``cache.page_size == 1``, else a :class:`PagedTokenToKVPoolAllocator`). ``rec`` records
-    each allocator call as op ``alloc`` (key_len = result = tokens allocated) at simulated time
-    ``now()``."""
+    each allocator call as op ``alloc`` (key_len = result = tokens allocated)."""
 
-    def __init__(self, cache: RadixCache, rec: OpRecorder, now: Callable[[], float]) -> None:
+    def __init__(self, cache: PrefixCache, rec: OpRecorder) -> None:
         self.cache = cache
-        self.allocator = cache.allocator
+        self.allocator = alloc = cache.allocator
         self.page_size = cache.page_size
-        if self.page_size > 1 and not isinstance(self.allocator, PagedTokenToKVPoolAllocator):
+        if self.page_size > 1 and not isinstance(alloc, PagedTokenToKVPoolAllocator):
             raise ValueError(f"page_size {self.page_size} needs a PagedTokenToKVPoolAllocator")
         pool = cache.req_to_token_pool
         if pool is None:
             raise ValueError("the scheduler's cache needs a ReqToTokenPool")
         self.pool = pool
-        self.rec, self.now = rec, now
+        self.rec = rec
+        stats = cache.tree_stats
+        # recorded key_len = result = tokens allocated
+        self._alloc = rec.timed("alloc", alloc.alloc, stats, _first, lambda _, n: n)
+        if isinstance(alloc, PagedTokenToKVPoolAllocator):
+            self._alloc_extend = rec.timed(
+                "alloc", alloc.alloc_extend, stats, _fourth, lambda _, *a: a[3]
+            )
+            self._alloc_decode = rec.timed(
+                "alloc", alloc.alloc_decode, stats, _numel, lambda _, seq, last: seq.numel()
+            )
 
     def evict_if_needed(self, num_tokens: int) -> None:
         """Make room for ``num_tokens`` slots: when fewer are free, ask the tree to evict the
@@ -63,12 +83,8 @@ class SlotAllocator:
         if shortfall > 0:
             self.cache.evict(shortfall)
 
-    def _timed(self, tokens: int, fn: Callable[..., Any], *args: Any) -> torch.Tensor:
-        c = self.cache
-        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
-        t0 = perf_counter_ns()
-        out = fn(*args)
-        self.rec.add("alloc", perf_counter_ns() - t0, tokens, tokens, n, t, lv, self.now())
+    @staticmethod
+    def _checked(out: torch.Tensor | None, tokens: int) -> torch.Tensor:
         if out is None:  # admission / check_decode_mem make this unreachable
             raise RuntimeError(f"out of KV slots: need {tokens}, admission invariant violated")
         return out
@@ -83,7 +99,7 @@ class SlotAllocator:
         total = sum(extend)
         if self.page_size == 1:
             self.evict_if_needed(total)
-            return self._timed(total, self.allocator.alloc, total)
+            return self._checked(self._alloc(total), total)
         alloc = self.allocator
         assert isinstance(alloc, PagedTokenToKVPoolAllocator)
         self.evict_if_needed(total + len(reqs) * self.page_size)
@@ -93,7 +109,7 @@ class SlotAllocator:
             [r.prefix_indices[-1:] if p else none for r, p in zip(reqs, prefix_lens)]
         )
         lens = torch.tensor([list(prefix_lens), [len(r.fill_ids) for r in reqs]], dtype=torch.int64)
-        return self._timed(total, alloc.alloc_extend, lens[0], lens[1], last_loc, total)
+        return self._checked(self._alloc_extend(lens[0], lens[1], last_loc, total), total)
 
     # ------------------------------------------------------------------ decode
     def new_pages_next_decode(self, reqs: Sequence[Req], seq_lens: np.ndarray | None = None) -> int:
@@ -135,7 +151,7 @@ class SlotAllocator:
         bs = len(reqs)
         if self.page_size == 1:
             self.evict_if_needed(bs)
-            return self._timed(bs, self.allocator.alloc, bs)
+            return self._checked(self._alloc(bs), bs)
         alloc = self.allocator
         assert isinstance(alloc, PagedTokenToKVPoolAllocator)
         self.evict_if_needed(bs * self.page_size)
@@ -146,7 +162,7 @@ class SlotAllocator:
                 [[r.req_pool_idx for r in reqs], [r.seq_len for r in reqs]], dtype=torch.int64
             ).to(alloc.device)
         last_loc = self.pool.req_to_token[meta[0], meta[1] - 1].to(torch.int64)
-        return self._timed(bs, alloc.alloc_decode, meta[1] + 1, last_loc)
+        return self._checked(self._alloc_decode(meta[1] + 1, last_loc), bs)
 
     # ------------------------------------------------------------------ release
     def own_start(self, req: Req) -> int:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
-from radixbench.cache.node import TreeNode
+from radixbench.cache.interface import LockHandle, NodeHandle
 
 
 class Req:
@@ -67,8 +66,8 @@ class Req:
         self.output_plan = array("q")  # the tokens this request will sample, in order
         self.extra_key: str | None = None
         self.prefix_indices = torch.empty(0, dtype=torch.int64)
-        self.last_node: TreeNode | None = None
-        self.lock: Any = None
+        self.last_node: NodeHandle | None = None
+        self.lock: LockHandle = None
         self.priority = 0
         self.cache_protected_len = 0
         self.cache_inserted_len = 0

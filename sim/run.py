@@ -15,13 +15,13 @@ import simpy
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool
-from radixbench.cache.impls import make_cache
 from radixbench.cache.paged_allocator import make_allocator
 from radixbench.cache.radix_cache import CacheConfig
+from radixbench.cache.registry import make_cache
 from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig, Variant
-from radixbench.sim.instrument import OpRecorder, instrument
+from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
@@ -118,10 +118,10 @@ class VariantSim:
     """One variant's simulation, steppable so that several can run interleaved.
 
     Builds a fresh pool, allocator and cache with ``variant``'s implementation and algorithms
-    (``radixbench.cache.impls.make_cache``: radixbench's ``RadixCache`` or SGLang's, driven
-    alike). A request's prompt token ids (``block_tokens``) are made when the scheduler first
-    reads them, at its first admission attempt (``Req.on_demand``), not on arrival: the same
-    tokens, but a long waiting queue holds none.
+    (``radixbench.cache.registry.make_cache``: any registered implementation, driven alike
+    through ``PrefixCache``). A request's prompt token ids (``block_tokens``) are made when the
+    scheduler first reads them, at its first admission attempt (``Req.on_demand``), not on
+    arrival: the same tokens, but a long waiting queue holds none.
     Deterministic for a given trace and config: in the isolated clock mode nothing measured
     feeds back into the schedule.
     """
@@ -146,8 +146,8 @@ class VariantSim:
             allocator,
             CacheConfig(cfg.page_size, variant.evictor, variant.matcher, cfg.policy),
         )
-        self.rec = OpRecorder()
-        instrument(self.cache, self.rec, lambda: float(env.now))
+        self.rec = OpRecorder(lambda: float(env.now))
+        self.cache.instrument(self.rec)
         self.done: list[Req] = []
 
         def finished(req: Req) -> None:

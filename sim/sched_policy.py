@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
+from radixbench.cache.interface import NodeHandle, PrefixCache
 from radixbench.cache.key import RadixKey
-from radixbench.cache.node import TreeNode
-from radixbench.cache.radix_cache import RadixCache
 from radixbench.sim.request import Req
 
 SCHED_POLICIES = ("fcfs", "lpm", "dfs-weight", "random")
 
 
-def _matches(cache: RadixCache, queue: list[Req]) -> list[tuple[int, TreeNode]]:
+def _matches(cache: PrefixCache, queue: list[Req]) -> list[tuple[int, NodeHandle]]:
     out = []
     for r in queue:
         ids = r.full_ids()
@@ -41,7 +39,7 @@ def _matches(cache: RadixCache, queue: list[Req]) -> list[tuple[int, TreeNode]]:
 class SchedPolicy:
     """Orders the waiting queue before each admission attempt. ``seed`` drives ``random``."""
 
-    def __init__(self, name: str, cache: RadixCache, seed: int, fallback_queue_len: int = 128):
+    def __init__(self, name: str, cache: PrefixCache, seed: int, fallback_queue_len: int = 128):
         if name not in SCHED_POLICIES:
             raise ValueError(f"unknown sched policy {name!r}; known: {', '.join(SCHED_POLICIES)}")
         self.name, self.cache, self.fallback = name, cache, fallback_queue_len
@@ -74,34 +72,33 @@ class SchedPolicy:
     def _dfs_weight(self, queue: list[Req]) -> list[Req]:
         """Walk the tree depth first, heavier subtrees (more waiting requests ending in them)
         first, emitting each node's requests after its children (sglang 0.5.23
-        ``_dfs_weight_order`` in ``sglang/srt/mem_cache/base_prefix_cache.py``)."""
-        m = _matches(self.cache, queue)
+        ``_dfs_weight_order`` in ``sglang/srt/mem_cache/base_prefix_cache.py``). The tree's
+        shape comes from ``PrefixCache.walk`` (node ids, children in the tree's order)."""
+        cache = self.cache
+        m = _matches(cache, queue)
         at: dict[int, list[Req]] = {}
         weight: dict[int, int] = {}
         for r, (_, node) in zip(queue, m):
-            at.setdefault(node.id, []).append(r)
-            weight[node.id] = weight.get(node.id, 0) + 1
-        root = self.cache.root
-        # Post-order accumulation of subtree weights (iterative: trees can be deep).
-        order: list[Any] = []
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            order.append(node)
-            stack.extend(node.children.values())
-        for node in reversed(order):
-            if node.parent is not None:
-                weight[node.parent.id] = weight.get(node.parent.id, 0) + weight.get(node.id, 0)
+            nid = cache.node_id(node)
+            at.setdefault(nid, []).append(r)
+            weight[nid] = weight.get(nid, 0) + 1
+        root = 0
+        children: dict[int, list[int]] = {}
+        order: list[tuple[int, int]] = list(cache.walk())  # parents before children
+        for nid, parent in order:
+            children.setdefault(parent, []).append(nid)
+        for nid, parent in reversed(order):  # post-order accumulation of subtree weights
+            weight[parent] = weight.get(parent, 0) + weight.get(nid, 0)
         out: list[Req] = []
         # Explicit DFS: (node, expanded?) — children by weight descending, then the node's reqs.
-        work: list[tuple[Any, bool]] = [(root, False)]
+        work: list[tuple[int, bool]] = [(root, False)]
         while work:
-            node, expanded = work.pop()
+            nid, expanded = work.pop()
             if expanded:
-                out.extend(at.get(node.id, ()))
+                out.extend(at.get(nid, ()))
                 continue
-            work.append((node, True))
-            kids = [c for c in node.children.values() if weight.get(c.id, 0) > 0]
-            kids.sort(key=lambda c: -weight[c.id])
+            work.append((nid, True))
+            kids = [c for c in children.get(nid, ()) if weight.get(c, 0) > 0]
+            kids.sort(key=lambda c: -weight[c])
             work.extend((c, False) for c in reversed(kids))
         return out

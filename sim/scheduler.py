@@ -35,14 +35,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator
-from time import perf_counter_ns
 from typing import Any
 
 import simpy
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.radix_cache import RadixCache
+from radixbench.cache.interface import PrefixCache
 from radixbench.sim.adder import CONTINUE, NO_TOKEN, PrefillAdder
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import SimConfig
@@ -53,6 +52,11 @@ from radixbench.sim.running import RunningArrays
 from radixbench.sim.sched_policy import SchedPolicy
 from radixbench.sim.timeseries import StepLog
 from radixbench.workloads.tokens import output_tokens
+
+
+def _locs(reqs: list[Req], loc: torch.Tensor, *_: Any) -> int:
+    """A batch build's recorded ``key_len``: the KV slots it writes."""
+    return loc.numel()
 
 
 class Scheduler:
@@ -66,7 +70,7 @@ class Scheduler:
         self,
         env: simpy.Environment,
         cfg: SimConfig,
-        cache: RadixCache,
+        cache: PrefixCache,
         allocator: TokenToKVPoolAllocator,
         pool: ReqToTokenPool,
         builder: BatchBuilder,
@@ -87,7 +91,14 @@ class Scheduler:
         self.arrivals_done = False
         self.admission_dirty = True  # 0.5.23's ``not running_batch.batch_is_full``
         self._wake: simpy.Event | None = None
-        self.slots = SlotAllocator(cache, rec, lambda: float(env.now))
+        self.slots = SlotAllocator(cache, rec)
+        stats = cache.tree_stats
+        self._build_extend = rec.timed(
+            "build_extend", builder.build_extend, stats, _locs, lambda _, reqs, *__: len(reqs)
+        )
+        self._build_decode = rec.timed(
+            "build_decode", builder.build_decode, stats, _locs, lambda _, reqs, *__: len(reqs)
+        )
         self.capacity = allocator.size  # tokens: whole pages only when paged
         self.before_step: Callable[[Scheduler], None] | None = None
         self.paged = self.slots.page_size > 1
@@ -123,15 +134,6 @@ class Scheduler:
             self._wake.succeed()
 
     # ------------------------------------------------------------------ helpers
-    def _timed_build(
-        self, op: str, fn: Callable[..., Any], reqs: list[Req], loc: torch.Tensor, *extra: Any
-    ) -> None:
-        c = self.cache
-        n, t, lv = c.num_nodes, c.total_size(), c.num_evictable_leaves
-        t0 = perf_counter_ns()
-        fn(reqs, loc, *extra)
-        self.rec.add(op, perf_counter_ns() - t0, loc.numel(), len(reqs), n, t, lv, self.env.now)
-
     def _step_time(self, forward_s: float) -> tuple[float, float]:
         """(simulated step duration, measured CPU s of the step) for the clock mode."""
         cpu_s = self.rec.take_charge_ns() * 1e-9
@@ -236,7 +238,7 @@ class Scheduler:
         prefix = [r.prefix_indices.numel() for r in batch]
         extend = [len(r.fill_ids) - p for r, p in zip(batch, prefix)]
         loc = self.slots.extend(batch, prefix)
-        self._timed_build("build_extend", self.builder.build_extend, batch, loc)
+        self._build_extend(batch, loc)
         step_s, cpu_s = self._step_time(self.cfg.cost.prefill_time(extend, prefix))
         self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
         yield self.env.timeout(step_s)
@@ -309,7 +311,7 @@ class Scheduler:
         bs = len(running)
         loc = slots.decode(running, arr.seq_now() if self.paged else None, arr.rows)
         meta = arr.decode_inputs(builder.decode_meta(bs))
-        self._timed_build("build_decode", builder.build_decode, running, loc, meta)
+        self._build_decode(running, loc, meta)
         step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
         self._log("decode", bs, bs, step_s, cpu_s)
         return step_s

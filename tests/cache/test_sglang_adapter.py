@@ -271,7 +271,7 @@ def test_checkpoint_and_release(loaded: LoadedSGLang, page_size: int) -> None:
 
 def test_implementation_info(loaded: LoadedSGLang) -> None:
     cache, _, _ = build(loaded)
-    info = cache.implementation_info()
-    assert info["label"] == "sglang" and info["version"] == "0.5.23"
-    assert info["class"] == "sglang.srt.mem_cache.radix_cache.RadixCache"
-    assert "sglang/srt/mem_cache/radix_cache.py" in info["files"]
+    info = cache.info()
+    assert info.label == "sglang" and info.version == "0.5.23"
+    assert info.cls == "sglang.srt.mem_cache.radix_cache.RadixCache"
+    assert "sglang/srt/mem_cache/radix_cache.py" in info.files

@@ -22,9 +22,9 @@ def setup(size: int = 64, page: int = 4):
     alloc = make_allocator(size, page)
     pool = ReqToTokenPool(8, 64)
     cache = RadixCache(pool, alloc, CacheConfig(page_size=page))
-    rec = OpRecorder()
-    instrument(cache, rec, lambda: 0.0)
-    return cache, alloc, pool, SlotAllocator(cache, rec, lambda: 1.5), rec
+    rec = OpRecorder(lambda: 1.5)
+    instrument(cache, rec)
+    return cache, alloc, pool, SlotAllocator(cache, rec), rec
 
 
 def req(rid: int, tokens: list[int], row: int, prefix: torch.Tensor = EMPTY) -> Req:
@@ -125,4 +125,4 @@ def test_page_one_takes_slots_in_pool_order_and_paged_needs_the_paged_allocator(
     tok = make_allocator(64, 1)
     with pytest.raises(ValueError, match="PagedTokenToKVPoolAllocator"):
         SlotAllocator(RadixCache(ReqToTokenPool(2, 8), tok, CacheConfig(page_size=4)),
-                      OpRecorder(), lambda: 0.0)  # fmt: skip
+                      OpRecorder())  # fmt: skip

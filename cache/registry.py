@@ -1,0 +1,195 @@
+"""Cache implementations registered by name: what ``--impl`` accepts.
+
+Modelled on sglang 0.5.23's ``register_radix_cache_backend`` (``mem_cache/registry.py``) and
+``register_tree_core_backend`` (``unified_cache/tree_core_registry.py``): an implementation is
+one :class:`ImplEntry` — a name, a factory that builds a fresh :class:`~radixbench.cache.
+interface.PrefixCache` over the simulator's pool and allocator, the variant axes it takes from
+the variant (radixbench's cache takes ``evictor`` and ``matcher``; SGLang's caches evict and
+match with their own code and take none), the algorithms its own code runs (its like-for-like
+partner among radixbench's variants) and a loader that checks a spec before any work starts.
+
+A spec is ``NAME`` or ``NAME:ARG`` (``sglang:PATH``, ``sglang:FILE.py:CLASS``): the entry
+``NAME`` gets ``ARG``. Built-in entries are registered by :mod:`radixbench.cache.impls`; others
+with :func:`register_impl` from code, or from an installed package's entry point in the group
+``radixbench.impls`` (a callable registering its entries, run on first lookup). Resolving a
+spec (:func:`resolve`) loads it once per process and caches the result, so SGLang is loaded
+once however many places ask.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
+    from radixbench.cache.config import CacheConfig
+    from radixbench.cache.interface import ImplInfo, PrefixCache
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ImplEntry",
+    "ImplError",
+    "Resolved",
+    "entries",
+    "make_cache",
+    "register_impl",
+    "resolve",
+    "unregister_impl",
+]
+
+#: Entry-point group of plug-in implementations: each entry point names a callable that
+#: registers its implementations with :func:`register_impl`.
+ENTRY_POINT_GROUP = "radixbench.impls"
+
+
+class ImplError(ValueError):
+    """A spec cannot be used (unknown name, bad argument, load failure, unsupported policy);
+    the message is one line naming the spec."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A loaded spec: ``label`` (its name in variant names), what ``make`` needs (``handle``:
+    whatever the entry's loader returned) and ``info`` (for reports: version, origin, files)."""
+
+    spec: str
+    entry: ImplEntry
+    label: str
+    handle: Any
+    info: ImplInfo
+
+
+@dataclass(frozen=True)
+class ImplEntry:
+    """One registered implementation.
+
+    ``name``: the spec's head (``radixbench``, ``sglang``...). ``load(spec, arg)`` -> ``(label,
+    handle, info)``: checks and loads the spec (``arg`` is what follows ``NAME:``, ``None``
+    for a bare name); raises ``ValueError`` with a one-line message. ``factory(handle, pool,
+    allocator, config)``: a fresh, empty cache. ``axes``: the variant axes it takes from the
+    variant (the others are the implementation's own and left empty in its variants).
+    ``reference``: axis -> the value of radixbench's axis that the implementation's own code
+    runs (its like-for-like partner, e.g. sglang 0.5.23 evicts as ``heapify`` and matches as
+    ``galloping``). ``policies``: eviction policies it supports (``None``: all).
+    ``takes_arg``: whether ``NAME:ARG`` is accepted; ``help``: one line for ``--impl``'s help.
+    """
+
+    name: str
+    load: Callable[[str, str | None], tuple[str, Any, ImplInfo]]
+    factory: Callable[[Any, ReqToTokenPool | None, TokenToKVPoolAllocator, CacheConfig], Any]
+    axes: frozenset[str] = frozenset()
+    reference: Mapping[str, str] = field(default_factory=dict)
+    policies: tuple[str, ...] | None = None
+    takes_arg: bool = False
+    help: str = ""
+
+
+_ENTRIES: dict[str, ImplEntry] = {}
+_RESOLVED: dict[str, Resolved] = {}
+_loaded_plugins = False
+
+
+def register_impl(entry: ImplEntry, *, replace: bool = False) -> ImplEntry:
+    """Add ``entry`` under ``entry.name``; ``ValueError`` if the name is taken (unless
+    ``replace``) or is not a plain name (no ``:``, ``,`` or whitespace)."""
+    name = entry.name
+    if not name or any(c in name for c in ":, \t\n"):
+        raise ValueError(f"impl name {name!r}: must be non-empty, without ':', ',' or spaces")
+    if name in _ENTRIES and not replace:
+        raise ValueError(f"impl {name!r} is already registered")
+    _ENTRIES[name] = entry
+    for key in [k for k in _RESOLVED if _RESOLVED[k].entry.name == name]:
+        del _RESOLVED[key]
+    return entry
+
+
+def unregister_impl(name: str) -> None:
+    """Remove ``name`` (and its cached loads); no error if absent."""
+    _ENTRIES.pop(name, None)
+    for key in [k for k in _RESOLVED if _RESOLVED[k].entry.name == name]:
+        del _RESOLVED[key]
+
+
+def _load_builtins() -> None:
+    global _loaded_plugins
+    import radixbench.cache.impls  # noqa: F401  (registers the built-in entries)
+
+    if _loaded_plugins:
+        return
+    _loaded_plugins = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()()
+        except Exception as e:  # a broken plug-in must not break the built-in impls
+            msg = " ".join(str(e).split()) or type(e).__name__
+            raise ImplError(f"entry point {ep.name} ({ep.value}): {msg}") from None
+
+
+def entries() -> dict[str, ImplEntry]:
+    """The registered implementations by name (built-ins and plug-ins loaded)."""
+    _load_builtins()
+    return dict(_ENTRIES)
+
+
+def known_specs() -> str:
+    """``radixbench, sglang, sglang:ARG, ...``: the spec forms, for error messages."""
+    return ", ".join(f"{n}, {n}:ARG" if e.takes_arg else n for n, e in entries().items())
+
+
+def resolve(spec: str) -> Resolved:
+    """Check and load ``spec`` (cached per spec string). Raises :class:`ImplError` (one line
+    naming the spec) for an unknown name, an argument where none is taken, or a load failure
+    (missing package or path, unsupported version...)."""
+    if spec in _RESOLVED:
+        return _RESOLVED[spec]
+    name, sep, arg = spec.partition(":")
+    entry = entries().get(name)
+    if entry is None or (sep and not arg):
+        raise ImplError(f"unknown impl {spec!r}; known: {known_specs()}")
+    if sep and not entry.takes_arg:
+        raise ImplError(f"impl {name!r} takes no argument, got {spec!r}")
+    try:
+        label, handle, info = entry.load(spec, arg if sep else None)
+    except ImplError:
+        raise
+    except ValueError as e:
+        msg = " ".join(str(e).split())
+        raise ImplError(msg if msg.startswith(spec) else f"{spec}: {msg}") from None
+    resolved = Resolved(spec, entry, label, handle, info)
+    _RESOLVED[spec] = resolved
+    return resolved
+
+
+def check_policy(spec: str, policy: str) -> None:
+    """Raise :class:`ImplError` if ``spec``'s implementation cannot run eviction ``policy``."""
+    r = resolve(spec)
+    ok = r.entry.policies is None or policy in r.entry.policies
+    supports = getattr(r.handle, "supports_policy", None)
+    if callable(supports):
+        ok = bool(supports(policy))
+    if not ok:
+        known = ", ".join(r.entry.policies or ())
+        raise ImplError(
+            f"{spec}: eviction policy {policy!r} is not supported by {r.info.cls} "
+            f"(supported: {known})"
+        )
+
+
+def make_cache(
+    spec: str,
+    req_to_token_pool: ReqToTokenPool | None,
+    token_to_kv_pool_allocator: TokenToKVPoolAllocator,
+    config: CacheConfig,
+) -> PrefixCache:
+    """A fresh, empty cache of implementation ``spec`` over the given pool and allocator
+    (``config.evictor`` / ``matcher`` are used only by implementations that take those axes).
+    Raises :class:`ImplError` as :func:`resolve`, or ``ValueError`` (one line) when the
+    implementation cannot run ``config`` (e.g. an eviction policy it lacks)."""
+    r = resolve(spec)
+    cache: PrefixCache = r.entry.factory(
+        r.handle, req_to_token_pool, token_to_kv_pool_allocator, config
+    )
+    return cache
