@@ -71,6 +71,8 @@ class Cell:
         variant = dataclasses.asdict(self.variant)
         if self.variant.impl == RADIXBENCH:
             del variant["impl"], variant["impl_label"]
+        if not variant["extra"]:  # a variant without further axes keys as before they existed
+            del variant["extra"]
         return {
             "scenario": self.scenario,
             "scenario_sha": self.scenario_sha,

@@ -27,13 +27,13 @@ import pandas as pd
 from _nbutil import run_dir, show
 
 from radixbench.harness.cmd_plot import load_run
-from radixbench.reports.plots import fit_loglog_slope
+from radixbench.reports.plots import axis_groups, fit_loglog_slope
 
 RUN = run_dir()
 run = load_run(RUN)
 ops = run["ops"]
 evict = ops[ops["op"] == "evict"].copy()
-evict["evictor"] = evict["variant"].str.split("/").str[0]
+evict["evictor"] = axis_groups(evict, "evictor")  # an SGLang variant: its impl label
 print(f"run {RUN}: {len(evict)} evict calls over {evict['variant'].nunique()} variants")
 
 # %% [markdown]

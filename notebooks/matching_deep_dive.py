@@ -26,12 +26,12 @@ import pandas as pd
 from _nbutil import run_dir, show
 
 from radixbench.harness.cmd_plot import load_run
-from radixbench.reports.plots import fit_loglog_slope
+from radixbench.reports.plots import axis_groups, fit_loglog_slope
 
 RUN = run_dir()
 ops = load_run(RUN)["ops"]
 match = ops[ops["op"] == "match_prefix"].copy()
-match["matcher"] = match["variant"].str.split("/").str[1]
+match["matcher"] = axis_groups(match, "matcher")  # an SGLang variant: its impl label
 match["hit_fraction"] = np.where(match["key_len"] > 0, match["result"] / match["key_len"], 0.0)
 print(f"run {RUN}: {len(match)} match_prefix calls; matchers {sorted(match['matcher'].unique())}")
 

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, TypedDict
 
 import pandas as pd
 from tqdm import tqdm
 
+from radixbench.reports.axes import VariantSet, references
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
 from radixbench.reports.runmeta import clock_mode
@@ -46,17 +46,9 @@ from radixbench.reports.tables import (
     validate_frame,
     write_table,
 )
-from radixbench.reports.verdicts import resolve_baseline, verdict_table
+from radixbench.reports.verdicts import verdict_table
 
-__all__ = ["DEFAULT_BASELINE", "ReportResult", "write_report"]
-
-#: Fallback baseline values for the speed-up table when a run has no variant with an axis
-#: (e.g. only other implementations). Verdict baselines are resolved by
-#: :func:`~radixbench.reports.verdicts.resolve_baseline`: the named value, else the first listed.
-DEFAULT_BASELINE: Mapping[str, str] = MappingProxyType(
-    {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
-)
-
+__all__ = ["ReportResult", "write_report"]
 
 class ReportResult(TypedDict):
     """What :func:`write_report` wrote and computed.
@@ -136,12 +128,12 @@ def write_report(
     )
     with bar:
         bar.set_postfix_str("summaries")
-        ops_sum = op_summary(ops)
-        var_sum = variant_summary(requests)
         # variants in the order listed (the harness concatenates them in spec order)
-        order = list(dict.fromkeys([*map(str, requests["variant"]), *map(str, ops["variant"])]))
-        base = resolve_baseline(order, baseline)
-        speed = speedups(ops_sum, {**DEFAULT_BASELINE, **base})
+        vs = VariantSet.from_frames(requests, ops, reference=references(meta))
+        ops_sum = vs.attach(op_summary(ops))
+        var_sum = vs.attach(variant_summary(requests))
+        base = vs.resolve_baseline(baseline)
+        speed = speedups(ops_sum, base, vs)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
         clock = clock_mode(meta)
@@ -149,6 +141,7 @@ def write_report(
             requests,
             ops,
             base,
+            variants=vs,
             n_resamples=n_resamples,
             seed=seed if isinstance(seed, int) else 0,
             request_metrics=clock == "coupled",
@@ -157,6 +150,7 @@ def write_report(
             verdicts,
             ops,
             base,
+            vs,
             loads=load_check(requests, timeseries, meta),
             metrics=metrics,
             clock=clock,

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from radixbench.reports.variant_names import parse_variant
 
 __all__ = [
     "QUEUE_END_SHARE",
@@ -190,18 +188,35 @@ def load_lines(loads: Sequence[Load]) -> list[str]:
 class AxisCheck:
     """Whether ``axis`` (evictor, matcher, flatten, impl) was exercised: ``ok`` False with a
     one-line ``reason`` when its op never ran or ran on trivial inputs; ``condition`` the
-    input size its calls saw (e.g. ``median 1,105 evictable leaves``)."""
+    input size its calls saw (e.g. ``median 1,105 evictable leaves``) and ``conditions`` the
+    same per op, for an axis compared on several ops (``impl``: match_prefix, insert, evict —
+    each op's own input size)."""
 
     axis: str
     ok: bool
     reason: str
     condition: str
+    conditions: dict[str, str] = field(default_factory=dict)
 
 
 def _variants_on(ops: pd.DataFrame, axis: str) -> pd.DataFrame:
-    names = ops["variant"].astype(str)
-    is_rb = names.map(lambda v: parse_variant(v).impl == "radixbench")
-    return ops[is_rb] if axis in ("evictor", "matcher") else ops
+    """The rows of the variants that have ``axis`` (its column not missing): another
+    implementation's rows have no evictor or matcher of radixbench's."""
+    if axis in ("evictor", "matcher") and axis in ops.columns:
+        return ops[ops[axis].notna()]
+    return ops
+
+
+def _evict_condition(ev: pd.DataFrame) -> tuple[int, float, str]:
+    n = len(ev) // max(ev["variant"].nunique(), 1)
+    leaves = float(ev["evictable_leaves"].median()) if n else 0.0
+    return n, leaves, f"median {leaves:,.0f} evictable leaves"
+
+
+def _match_condition(mp: pd.DataFrame) -> tuple[int, float, str]:
+    n = len(mp)
+    matched = float(mp["result"].median()) if n else 0.0
+    return n, matched, f"median matched {matched:,.0f} tokens"
 
 
 def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
@@ -210,10 +225,7 @@ def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
     for axis in axes:
         sel = _variants_on(ops, axis)
         if axis == "evictor":
-            ev = sel[sel["op"] == "evict"]
-            n = len(ev) // max(ev["variant"].nunique(), 1)
-            leaves = float(ev["evictable_leaves"].median()) if n else 0.0
-            cond = f"median {leaves:,.0f} evictable leaves"
+            n, leaves, cond = _evict_condition(sel[sel["op"] == "evict"])
             if not n:
                 out[axis] = AxisCheck(
                     axis,
@@ -233,10 +245,7 @@ def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
             else:
                 out[axis] = AxisCheck(axis, True, "", cond)
         elif axis == "matcher":
-            mp = sel[sel["op"] == "match_prefix"]
-            n = len(mp)
-            matched = float(mp["result"].median()) if n else 0.0
-            cond = f"median matched {matched:,.0f} tokens"
+            n, matched, cond = _match_condition(sel[sel["op"] == "match_prefix"])
             if not n:
                 out[axis] = AxisCheck(
                     axis, False, "match_prefix ran 0 times: the matchers were not compared", ""
@@ -262,7 +271,18 @@ def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
                     f"{op_names[0]} ran 0 times: the {axis} variants were not compared",
                     "",
                 )
-            else:
-                cond = f"median {float(b['key_len'].median()):,.0f} tokens per call"
-                out[axis] = AxisCheck(axis, True, "", cond)
+                continue
+            cond = f"median {float(b['key_len'].median()):,.0f} tokens per call"
+            conditions = {}
+            if axis == "impl":
+                conditions["match_prefix"] = _match_condition(b)[2]
+                ins = sel[sel["op"] == "insert"]
+                if len(ins):
+                    conditions["insert"] = (
+                        f"median {float(ins['key_len'].median()):,.0f} tokens per key"
+                    )
+                ev = sel[sel["op"] == "evict"]
+                if len(ev):
+                    conditions["evict"] = _evict_condition(ev)[2]
+            out[axis] = AxisCheck(axis, True, "", cond, conditions)
     return out

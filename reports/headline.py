@@ -16,16 +16,16 @@ identical, and the measured CPU time as a share of simulated time (what coupling
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
-from radixbench.reports.variant_names import AXIS_NAMES, parse_variant
 from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN
 
-__all__ = ["ISOLATED_NOTE", "Answer", "answer", "varied_axes", "withhold"]
+__all__ = ["ISOLATED_NOTE", "Answer", "answer", "withhold"]
 
 #: The sentence that replaces the serving-metric verdicts under the isolated clock.
 ISOLATED_NOTE = (
@@ -76,22 +76,23 @@ def _compare(row: pd.Series, cand: str, base: str) -> str:
     return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci})"
 
 
-def _axis_label(name: str, axis: str) -> str:
-    v = parse_variant(name)
-    value = getattr(v, axis, None) if axis in AXIS_NAMES else None
-    return str(value) if value is not None else v.impl
+def _axis_label(variants: VariantSet, name: str, axis: str) -> str:
+    """What a headline calls ``name`` on ``axis``: its value there (``impl``: the label)."""
+    return variants.group_key(name, axis)
 
 
-def _main_rows(verdicts: pd.DataFrame, axis: str, baseline: Mapping[str, str]) -> pd.DataFrame:
-    """Rows of ``axis`` whose baseline variant has the baseline value on every other axis (the
-    comparison at the baseline's settings); for ``impl`` all rows."""
+def _main_rows(
+    verdicts: pd.DataFrame, axis: str, baseline: Mapping[str, str], variants: VariantSet
+) -> pd.DataFrame:
+    """Rows of ``axis`` whose baseline variant holds the baseline value on every other axis it
+    has (the comparison at the baseline's settings); for ``impl`` all rows."""
     rows = verdicts[verdicts["axis"] == axis]
     if axis == "impl" or rows.empty:
         return rows
     keep = []
     for base in rows["baseline"]:
-        v = parse_variant(str(base))
-        keep.append(all(getattr(v, a) == baseline.get(a, getattr(v, a)) for a in AXIS_NAMES))
+        values = {a: variants.value(str(base), a) for a in variants.axes if a != axis}
+        keep.append(all(v is None or v == baseline.get(a, v) for a, v in values.items()))
     return rows[keep]
 
 
@@ -110,16 +111,18 @@ def answer(
     verdicts: pd.DataFrame,
     ops: pd.DataFrame,
     baseline: Mapping[str, str],
+    variants: VariantSet,
     *,
     loads: Sequence[Load] = (),
     metrics: pd.DataFrame | None = None,
     clock: str = "isolated",
 ) -> Answer:
     """The :class:`Answer` of a run: ``verdicts`` from ``verdict_table`` (with its ``axis``
-    column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis, ``loads``
+    column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis,
+    ``variants`` the run's variants (their axis records), ``loads``
     from :func:`~radixbench.reports.diagnostics.load_check`, ``metrics`` the serving-metrics
     table (``measured_cpu_s`` and ``duration_s`` used when present). Pure."""
-    varied = varied_axes(map(str, ops["variant"].unique()))
+    varied = variants.varied()
     axes = [
         a for a in AXIS_OPS if a in varied or (not verdicts.empty and (verdicts["axis"] == a).any())
     ]
@@ -131,14 +134,18 @@ def answer(
         if not check.ok:
             head.append(f"{axis}: NOT COMPARED — {check.reason}.")
             continue
-        rows = _main_rows(verdicts, axis, baseline)
+        rows = _main_rows(verdicts, axis, baseline, variants)
         op_rows = rows[rows["metric"].str.endswith(" ns")]
         for cand in dict.fromkeys(op_rows["candidate"]):
             mine = op_rows[op_rows["candidate"] == cand]
             base = str(mine["baseline"].iloc[0])
-            c_label, b_label = _axis_label(str(cand), axis), _axis_label(base, axis)
+            c_label = _axis_label(variants, str(cand), axis)
+            b_label = _axis_label(variants, base, axis)
+            note = str(mine["note"].iloc[0]) if "note" in mine and mine["note"].iloc[0] else ""
+            if note:
+                head.append(f"{axis}: {c_label} vs {b_label}, {note}.")
             metrics_here = (
-                [_PRIMARY[axis]] if axis in _PRIMARY else [f"{op} ns" for op in AXIS_OPS[axis][1]]
+                [_PRIMARY[axis]] if axis in _PRIMARY else [f"{op} ns" for op in AXIS_OPS[axis]]
             )
             for metric in metrics_here:
                 hit = mine[mine["metric"] == metric]
@@ -149,7 +156,8 @@ def answer(
                 n_c, n_b = int(r["n_candidate"]), int(r["n_baseline"])
                 unit = _UNITS[axis]
                 n = f"{n_c:,} {unit} each" if n_c == n_b else f"{n_c:,} vs {n_b:,} {unit}"
-                cond = f", {check.condition}" if check.condition else ""
+                condition = check.conditions.get(op, check.condition)
+                cond = f", {condition}" if condition else ""
                 head.append(f"{op}: {_compare(r, c_label, b_label)}, {n}{cond}.")
             own = mine[mine["metric"] == EVICT_OWN]
             if axis == "evictor" and not own.empty:
@@ -173,23 +181,6 @@ def answer(
         serving.append(ISOLATED_NOTE)
         serving += _cpu_share(metrics)
     return Answer(load_lines(loads), head, serving, checks)
-
-
-def varied_axes(variants: Iterable[str]) -> set[str]:
-    """The axes the variant names vary: an evictor / matcher / flatten with two or more values
-    among radixbench's variants, ``impl`` when another implementation runs. An axis that was
-    varied but whose operation never ran has no verdict rows, yet must still be reported as
-    not compared."""
-    names = [parse_variant(v) for v in variants]
-    ours = [n for n in names if n.evictor is not None]
-    out = {
-        axis
-        for axis, part in zip(AXIS_NAMES, ("evictor", "matcher", "flatten"), strict=True)
-        if len({getattr(n, part) for n in ours}) > 1
-    }
-    if any(n.evictor is None for n in names):
-        out.add("impl")
-    return out
 
 
 def _free_p50(ops: pd.DataFrame, variant: str) -> float:

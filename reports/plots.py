@@ -24,8 +24,6 @@ from matplotlib.lines import Line2D
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.plotaxes import fixed_layout, log_ticks
-from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
-from radixbench.reports.variant_names import axis_value
 
 __all__ = [
     "CDF_OPS",
@@ -79,12 +77,16 @@ def save_figure(fig: Figure, path: Path | str, *, svg: bool = False) -> Path:
 _save = save_figure
 
 
-def _axis_part(variants: pd.Series, axis_index: int) -> pd.Series:
-    """Part ``axis_index`` of each ``"<evictor>/<matcher>/<flatten>"`` name; another
-    implementation's ``"<impl>/<flatten>"`` name gives its impl label for the evictor and
-    matcher axes (:func:`~radixbench.reports.variant_names.axis_value`)."""
-    part = {v: axis_value(str(v), axis_index) for v in variants.unique()}  # parse each name once
-    return variants.map(part).astype(object)
+def axis_groups(rows: pd.DataFrame, axis: str) -> pd.Series:
+    """Each row's value on variant axis ``axis`` (its column), the implementation's label
+    (``impl``) where the variant runs its implementation's own algorithm; the variant name
+    when the table has no such column."""
+    if axis not in rows.columns:
+        return rows["variant"].astype(object)
+    values = rows[axis].astype(object)
+    if "impl" in rows.columns:
+        values = values.where(rows[axis].notna(), rows["impl"].astype(object))
+    return values
 
 
 #: A log-log slope is shown only over x values that span at least this factor: over a narrow
@@ -219,9 +221,10 @@ def loglog_scatter(
     ax: Axes,
     rows: pd.DataFrame,
     x_col: str,
-    axis_index: int,
+    axis: str,
 ) -> None:
-    """Scatter ``ns`` against ``x_col`` per value of variant axis ``axis_index``, log-log.
+    """Scatter ``ns`` against ``x_col`` per value of variant axis ``axis`` (its column:
+    :func:`axis_groups`), log-log.
 
     Each series' legend entry carries its fitted log-log slope (:func:`fit_loglog_slope`) and
     its point count ``n``; a large series is drawn as a fixed-seed sample of
@@ -236,7 +239,7 @@ def loglog_scatter(
         ax.set_xticks([])
         ax.set_yticks([])
         return
-    groups = _axis_part(rows["variant"], axis_index)
+    groups = axis_groups(rows, axis)
     rng = np.random.default_rng(0)
     for name, group in rows.groupby(groups, sort=True):
         x = group[x_col].to_numpy(dtype=np.float64)
@@ -260,7 +263,7 @@ def loglog_scatter(
 def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot ``evict`` latency (ns) against ``evictable_leaves`` per evictor, log-log.
 
-    Series are grouped by the evictor part of the variant name (matchers/flatten pooled);
+    Series are grouped by the variant's evictor (matchers/flatten pooled);
     the legend shows each series' fitted log-log slope (~1: linear in leaves, e.g. a full
     heapify; ~0: independent of leaves). Needs ``op``, ``variant``, ``ns``, ``evictable_leaves``.
     """
@@ -268,7 +271,7 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fal
     ax = fig.subplots()
     fixed_layout(fig)
     rows = ops[ops["op"] == "evict"] if "op" in ops.columns else ops.iloc[0:0]
-    loglog_scatter(ax, rows, "evictable_leaves", EVICTOR_AXIS)
+    loglog_scatter(ax, rows, "evictable_leaves", "evictor")
     ax.set_title("evict latency vs evictable leaves, by evictor")
     ax.set_xlabel("evictable leaves before the call (count, log scale)")
     ax.set_ylabel("evict latency (ns, log scale)")
@@ -278,14 +281,14 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fal
 def plot_match_vs_len(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot ``match_prefix`` latency (ns) against ``key_len`` (tokens) per matcher, log-log.
 
-    Series are grouped by the matcher part of the variant name; the legend shows each series'
+    Series are grouped by the variant's matcher; the legend shows each series'
     fitted log-log slope. Needs ``op``, ``variant``, ``ns``, ``key_len``.
     """
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
     fixed_layout(fig)
     rows = ops[ops["op"] == "match_prefix"] if "op" in ops.columns else ops.iloc[0:0]
-    loglog_scatter(ax, rows, "key_len", MATCHER_AXIS)
+    loglog_scatter(ax, rows, "key_len", "matcher")
     ax.set_title("match_prefix latency vs key length, by matcher")
     ax.set_xlabel("key length (tokens, log scale)")
     ax.set_ylabel("match_prefix latency (ns, log scale)")

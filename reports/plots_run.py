@@ -19,7 +19,6 @@ from matplotlib.figure import Figure
 
 from radixbench.reports.plotaxes import fixed_layout, log_ticks
 from radixbench.reports.plots import cdf_points, loglog_scatter, no_data, save_figure
-from radixbench.reports.summary import EVICTOR_AXIS, MATCHER_AXIS
 
 __all__ = [
     "MAX_LINE_POINTS",
@@ -36,10 +35,10 @@ __all__ = [
 MAX_LINE_POINTS = 2_000
 
 #: Ops of the cost-vs-tree-size figure and the variant axis each is grouped by.
-TREE_OPS: tuple[tuple[str, int], ...] = (
-    ("match_prefix", MATCHER_AXIS),
-    ("insert", EVICTOR_AXIS),
-    ("evict", EVICTOR_AXIS),
+TREE_OPS: tuple[tuple[str, str], ...] = (
+    ("match_prefix", "matcher"),
+    ("insert", "evictor"),
+    ("evict", "evictor"),
 )
 
 
@@ -172,7 +171,7 @@ def plot_match_vs_matched(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fa
     fig = Figure(figsize=(7.5, 5.0))
     ax = fig.subplots()
     fixed_layout(fig)
-    loglog_scatter(ax, ops[ops["op"] == "match_prefix"], "result", MATCHER_AXIS)
+    loglog_scatter(ax, ops[ops["op"] == "match_prefix"], "result", "matcher")
     ax.set_title("match_prefix latency vs matched length, by matcher")
     ax.set_xlabel("matched prefix length (tokens, log scale)")
     ax.set_ylabel("match_prefix latency (ns, log scale)")

@@ -3,42 +3,31 @@
 * :func:`op_summary` - latency distribution (ns) per (op, variant);
 * :func:`variant_summary` - request outcomes, prefix-hit rate and TTFT/E2E (s) per variant;
 * :func:`axis_speedup` / :func:`speedups` - how much faster one value of a variant axis
-  (evictor, matcher, flatten) is than a baseline value, holding the other axes equal, and
-  (:func:`impl_speedup`) another cache implementation than radixbench's baseline variant.
+  (evictor, matcher, flatten, impl) is than a baseline value, holding the other axes equal
+  (the pairing of :meth:`radixbench.reports.axes.VariantSet.partner`).
 
 Percentiles use NumPy's default (``method="linear"``) definition, so they are exactly what
 ``numpy.percentile`` returns for the same samples.
 
-Variant names are ``"<evictor>/<matcher>/<flatten>"``, or ``"<impl>/<flatten>"`` for another
-cache implementation (docs/CONTRACTS.md, :mod:`radixbench.reports.variant_names`); the axis
-indices are :data:`EVICTOR_AXIS`, :data:`MATCHER_AXIS`, :data:`FLATTEN_AXIS`.
+Variants are identified by their axis columns (:mod:`radixbench.reports.axes`), never by
+splitting their display names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from radixbench.reports.axes import VariantSet
 from radixbench.reports.tables import OP_COLUMNS, REQUEST_COLUMNS, REQUEST_STATUSES, validate_frame
-from radixbench.reports.variant_names import (
-    AXIS_NAMES,
-    EVICTOR_AXIS,
-    FLATTEN_AXIS,
-    MATCHER_AXIS,
-    partner,
-)
 
 __all__ = [
-    "EVICTOR_AXIS",
-    "FLATTEN_AXIS",
-    "MATCHER_AXIS",
     "OP_SUMMARY_COLUMNS",
     "SPEEDUP_COLUMNS",
     "VARIANT_SUMMARY_COLUMNS",
     "axis_speedup",
-    "impl_speedup",
     "op_summary",
     "speedups",
     "variant_summary",
@@ -155,52 +144,34 @@ def _ratio(baseline: float, value: float) -> float:
 
 
 def axis_speedup(
-    op_summary: pd.DataFrame, op: str, axis_index: int, baseline_value: str
+    op_summary: pd.DataFrame,
+    op: str,
+    axis: str,
+    baseline: Mapping[str, str],
+    variants: VariantSet,
 ) -> pd.DataFrame:
-    """Speed-up of each value of one variant axis over ``baseline_value`` for ``op``.
+    """Speed-up of each value of variant axis ``axis`` over ``baseline[axis]`` for ``op``.
 
-    For every variant of ``op_summary`` (rows with ``op == op``) whose part ``axis_index`` of
-    ``"<evictor>/<matcher>/<flatten>"`` differs from ``baseline_value``, the baseline variant
-    is the same name with that part replaced by ``baseline_value`` (all other axes held equal;
-    an ``"<impl>/<flatten>"`` name has the flatten axis only).
-    Variants without such a baseline row are skipped. Ratios are baseline / variant of
-    ``p50_ns``, ``p99_ns`` and ``total_ms``, so a ratio > 1 means the variant is faster.
-
-    Returns a frame with :data:`SPEEDUP_COLUMNS`, sorted by variant. Raises
-    :class:`ValueError` if ``axis_index`` is not 0, 1 or 2.
+    For every variant of ``op_summary`` (rows with ``op == op``) the baseline row is its
+    partner on ``axis`` (:meth:`VariantSet.partner`: the variant differing on that axis only,
+    like for like on ``impl``); variants without one are skipped. Ratios are baseline /
+    variant of ``p50_ns``, ``p99_ns`` and ``total_ms``, so a ratio > 1 means the variant is
+    faster. Returns a frame with :data:`SPEEDUP_COLUMNS`, sorted by variant.
     """
-    if axis_index not in (EVICTOR_AXIS, MATCHER_AXIS, FLATTEN_AXIS):
-        raise ValueError(
-            f"a variant name has no axis {axis_index} (expected <evictor>/<matcher>/<flatten>)"
-        )
-    axis = AXIS_NAMES[axis_index]
-    return _speedup_rows(op_summary, op, lambda v: partner(v, axis, {axis: baseline_value}))
-
-
-def impl_speedup(op_summary: pd.DataFrame, op: str, baseline: Mapping[str, str]) -> pd.DataFrame:
-    """Speed-up of each other implementation's variant (``"<impl>/<flatten>"``) for ``op``
-    over radixbench's ``"<baseline evictor>/<baseline matcher>/<flatten>"`` (skipped when that
-    variant is absent); ratios as in :func:`axis_speedup`."""
-    return _speedup_rows(op_summary, op, lambda v: partner(v, "impl", baseline))
-
-
-def _speedup_rows(
-    op_summary: pd.DataFrame, op: str, partner_of: Callable[[str], str | None]
-) -> pd.DataFrame:
     rows_for_op = op_summary[op_summary["op"] == op]
     by_variant = {str(r["variant"]): r for _, r in rows_for_op.iterrows()}
     rows = []
     for variant in sorted(by_variant):
-        base_name = partner_of(variant)
-        base = None if base_name is None else by_variant.get(base_name)
-        if base is None:
+        pair = variants.partner(variant, axis, baseline)
+        base = None if pair is None else by_variant.get(pair.baseline)
+        if pair is None or base is None:
             continue
         row = by_variant[variant]
         rows.append(
             {
                 "op": op,
                 "variant": variant,
-                "baseline_variant": base_name,
+                "baseline_variant": pair.baseline,
                 "p50_ratio": _ratio(float(base["p50_ns"]), float(row["p50_ns"])),
                 "p99_ratio": _ratio(float(base["p99_ns"]), float(row["p99_ns"])),
                 "total_ratio": _ratio(float(base["total_ms"]), float(row["total_ms"])),
@@ -211,24 +182,17 @@ def _speedup_rows(
     )
 
 
-def speedups(op_summary: pd.DataFrame, baseline: Mapping[str, str]) -> pd.DataFrame:
+def speedups(
+    op_summary: pd.DataFrame, baseline: Mapping[str, str], variants: VariantSet
+) -> pd.DataFrame:
     """Evictor speed-ups on ``evict``, matcher speed-ups on ``match_prefix``, then each other
-    implementation against radixbench's baseline variant on ``match_prefix``, ``insert`` and
-    ``evict`` (:func:`impl_speedup`; rows only when the run has such variants).
-
-    ``baseline`` maps ``"evictor"`` and ``"matcher"`` to the baseline axis values, e.g.
-    ``{"evictor": "heapify", "matcher": "linear"}``. Returns the rows of
-    ``axis_speedup(op_summary, "evict", EVICTOR_AXIS, baseline["evictor"])``, those of
-    ``axis_speedup(op_summary, "match_prefix", MATCHER_AXIS, baseline["matcher"])``, then the
-    implementation rows.
-    """
-    missing = [k for k in ("evictor", "matcher") if k not in baseline]
-    if missing:
-        raise ValueError(f"baseline: missing key {missing[0]!r} (expected evictor and matcher)")
+    implementation against its like-for-like partner on ``match_prefix``, ``insert`` and
+    ``evict`` (rows only where the run has such pairs). ``baseline``: axis -> baseline value
+    (``VariantSet.resolve_baseline``)."""
     parts = [
-        axis_speedup(op_summary, "evict", EVICTOR_AXIS, baseline["evictor"]),
-        axis_speedup(op_summary, "match_prefix", MATCHER_AXIS, baseline["matcher"]),
-        *(impl_speedup(op_summary, op, baseline) for op in IMPL_OPS),
+        axis_speedup(op_summary, "evict", "evictor", baseline, variants),
+        axis_speedup(op_summary, "match_prefix", "matcher", baseline, variants),
+        *(axis_speedup(op_summary, op, "impl", baseline, variants) for op in IMPL_OPS),
     ]
     non_empty = [p for p in parts if not p.empty]
     if not non_empty:

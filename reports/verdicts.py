@@ -1,12 +1,13 @@
 """Baseline-vs-candidate verdicts with percentile-bootstrap confidence intervals.
 
 For every candidate variant and every variant axis on which it differs from the baseline
-(evictor, matcher, flatten), the *baseline partner* is the same variant name with that axis part
-replaced by the baseline value ("<evictor>/<matcher>/<flatten>", docs/CONTRACTS.md), so only one
-algorithm changes per comparison. A variant of another cache implementation
-("<impl>/<flatten>", e.g. ``sglang/chain``) has the flatten axis, and on the ``impl`` axis its
-partner is radixbench's "<baseline evictor>/<baseline matcher>/<flatten>"
-(:func:`radixbench.reports.variant_names.partner`). Each pair is compared on
+(evictor, matcher, flatten, impl), the *baseline partner* is the variant that differs from it on
+that axis only, holding the baseline value there (the axis columns of the tables,
+:class:`radixbench.reports.axes.VariantSet`), so only one algorithm changes per comparison. On
+the ``impl`` axis another implementation (SGLang's cache: its evictor and matcher are its own)
+is paired with radixbench's variant running the same algorithms, like for like
+(:meth:`~radixbench.reports.axes.VariantSet.partner`; the row's ``note`` says how). Each pair is
+compared on
 
 * the op that axis changes (per-op wall time ``ns`` in nanoseconds): ``evict`` for evictors,
   ``match_prefix`` for matchers, ``build_extend`` and ``build_decode`` for flatten variants,
@@ -19,8 +20,9 @@ partner is radixbench's "<baseline evictor>/<baseline matcher>/<flatten>"
   coupled clock: under the isolated clock every variant runs the same schedule, so they are
   identical by construction).
 
-Baselines: :func:`resolve_baseline` takes, per axis, the named value when some variant has it,
-else the value of the first variant listed (so any set of variants gets verdicts).
+Baselines: :meth:`~radixbench.reports.axes.VariantSet.resolve_baseline` takes, per axis, the
+named value when some variant has it, else the value of the first variant listed (``impl``:
+radixbench, else sglang, else the first), so any set of variants gets verdicts.
 
 Statistic: the **median** of the samples. Ratio = median(baseline) / median(candidate), so a
 ratio > 1 means the candidate is faster. The 95 % interval is the percentile bootstrap:
@@ -34,20 +36,12 @@ above 1, ``slower`` when it lies below 1, otherwise ``no significant difference`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from radixbench.reports.variant_names import (
-    AXIS_NAMES,
-    EVICTOR_AXIS,
-    FLATTEN_AXIS,
-    MATCHER_AXIS,
-    RADIXBENCH,
-    parse_variant,
-    partner,
-)
+from radixbench.reports.axes import VariantSet
 
 __all__ = [
     "AXIS_OPS",
@@ -55,28 +49,27 @@ __all__ = [
     "REQUEST_METRICS",
     "VERDICT_COLUMNS",
     "bootstrap_ratio",
-    "resolve_baseline",
     "verdict",
     "verdict_table",
 ]
 
-#: Axis name -> (axis index in the variant name, ops whose ``ns`` that axis changes); the
-#: ``impl`` axis has no part of its own in a name (index -1).
-AXIS_OPS: Mapping[str, tuple[int, tuple[str, ...]]] = {
-    "evictor": (EVICTOR_AXIS, ("evict",)),
-    "matcher": (MATCHER_AXIS, ("match_prefix",)),
-    "flatten": (FLATTEN_AXIS, ("build_extend", "build_decode")),
-    "impl": (-1, ("match_prefix", "insert", "evict")),
+#: Axis name -> ops whose ``ns`` that axis changes, in the order verdicts are made.
+AXIS_OPS: Mapping[str, tuple[str, ...]] = {
+    "evictor": ("evict",),
+    "matcher": ("match_prefix",),
+    "flatten": ("build_extend", "build_decode"),
+    "impl": ("match_prefix", "insert", "evict"),
 }
 
 #: Per-request latency columns compared for every pair (those present in the table).
 REQUEST_METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s")
 
 #: Columns of :func:`verdict_table`. ``*_median`` in ``unit``; ``ratio`` = baseline /
-#: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio.
+#: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio; ``note``:
+#: how an ``impl`` pair was matched (``VariantSet.partner``), else empty.
 VERDICT_COLUMNS = [
     "axis", "metric", "unit", "candidate", "baseline", "n_candidate", "n_baseline",
-    "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "verdict",
+    "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "verdict", "note",
 ]  # fmt: skip
 
 #: Metric name of the evictor's own time (evict ns minus the KV free inside it).
@@ -178,49 +171,6 @@ def verdict(ci_low: float, ci_high: float) -> str:
     return "no significant difference"
 
 
-#: The label of the installed SGLang (``--impl sglang``): the baseline of another SGLang
-#: implementation (a checkout or a subclass under review) when no radixbench variant is run.
-UPSTREAM_SGLANG = "sglang"
-
-
-def _pairs(variants: list[str], baseline: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """``(axis, candidate, baseline_partner)`` for every candidate whose partner exists. On the
-    ``impl`` axis the partner is radixbench's baseline variant (``partner``) or, when that was
-    not run, the installed SGLang's variant of the same flatten (``sglang/<flatten>``)."""
-    present = set(variants)
-    out = []
-    for axis in AXIS_OPS:
-        for variant in sorted(present):
-            base = partner(variant, axis, baseline)
-            if axis == "impl" and (base is None or base not in present):
-                # no radixbench partner: a patched SGLang is compared with upstream SGLang
-                v = parse_variant(variant)
-                upstream = f"{UPSTREAM_SGLANG}/{v.flatten}"
-                if v.impl not in (RADIXBENCH, UPSTREAM_SGLANG) and v.flatten is not None:
-                    base = upstream
-            if base is not None and base in present:
-                out.append((axis, variant, base))
-    return out
-
-
-def resolve_baseline(
-    variants: Sequence[str], named: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Baseline value per axis (``evictor``, ``matcher``, ``flatten``): ``named[axis]`` when a
-    variant of ``variants`` (names in the order listed) has that value, else the value of the
-    first listed variant that has the axis; an axis no variant has is left out."""
-    named = named or {}
-    out: dict[str, str] = {}
-    parsed = [parse_variant(v) for v in variants]
-    for axis in AXIS_NAMES:
-        values = [str(getattr(p, axis)) for p in parsed if getattr(p, axis) is not None]
-        if not values:
-            continue
-        want = named.get(axis)
-        out[axis] = want if want is not None and want in values else values[0]
-    return out
-
-
 def _evict_own(ops: pd.DataFrame, variant: str) -> np.ndarray:
     """Per evict call of ``variant``: its ns minus the ns of its ``evict_kv_free`` row (the
     k-th of each, in recorded order); empty when the run recorded no KV-free rows."""
@@ -237,26 +187,29 @@ def verdict_table(
     ops: pd.DataFrame,
     baseline: Mapping[str, str],
     *,
+    variants: VariantSet | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     request_metrics: bool = True,
 ) -> pd.DataFrame:
     """One row per (candidate, baseline partner, metric) with ratio, 95 % CI and verdict.
 
-    ``requests``/``ops``: the per-request and per-op tables (docs/CONTRACTS.md); ``baseline``
-    maps axis names (``evictor``, ``matcher``, optionally ``flatten``) to baseline values; other
-    implementations are compared with radixbench's baseline evictor/matcher variant.
+    ``requests``/``ops``: the per-request and per-op tables with their axis columns
+    (docs/CONTRACTS.md); ``baseline`` maps axis names to baseline values
+    (``VariantSet.resolve_baseline``); ``variants``: the run's variants (default: read from
+    the two tables). Pairs: ``VariantSet.pairs`` over :data:`AXIS_OPS`' axes.
     ``request_metrics=False`` leaves out the per-request latency rows (isolated clock).
     Metrics are named ``<op> ns`` (unit ns) and the request columns (unit s). Rows follow axis,
     candidate, metric order; pairs whose samples are empty for a metric are left out. Returns a
-    frame with :data:`VERDICT_COLUMNS`; mutates nothing.
+    frame with :data:`VERDICT_COLUMNS`; mutates nothing. Raises ``ValueError`` when the tables
+    lack the axis columns.
     """
-    variants = sorted({*map(str, ops["variant"].unique()), *map(str, requests["variant"].unique())})
+    vs = variants if variants is not None else VariantSet.from_frames(requests, ops)
     done = requests[requests["status"] == "finished"]
     rows = []
-    for axis, cand, base in _pairs(variants, baseline):
+    for axis, cand, base, note in vs.pairs(baseline, AXIS_OPS):
         samples: list[tuple[str, str, np.ndarray, np.ndarray, bool]] = []
-        for op in AXIS_OPS[axis][1]:
+        for op in AXIS_OPS[axis]:
             sel = ops[ops["op"] == op]
             samples.append(
                 (
@@ -308,6 +261,7 @@ def verdict_table(
                     "ci_low": lo,
                     "ci_high": hi,
                     "verdict": verdict(lo, hi),
+                    "note": note,
                 }
             )
     out = pd.DataFrame(rows, columns=VERDICT_COLUMNS)

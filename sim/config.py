@@ -18,18 +18,34 @@ DEFAULT_COST_MODEL = "llama-3.1-8b-h100"
 FLATTENERS_NAMES = ("sum", "chain", "numpy")
 
 
+#: The named axes of a variant, in display order: the columns every run table carries after
+#: ``variant`` (docs/CONTRACTS.md). ``tree_core``, tier settings, ``router`` and ``instances``
+#: are further axes that a variant carries in ``extra`` when a feature sets them.
+BASE_AXES = ("impl", "evictor", "matcher", "flatten")
+#: The columns naming a variant in every run table: its display name, then its base axes.
+VARIANT_COLUMNS = ("variant", *BASE_AXES)
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One algorithm combination run by the harness.
+    """One variant of a run: a record of named axes.
 
-    ``impl``: the cache implementation's spec (``radixbench.cache.impls``): ``radixbench``
-    (default) runs radixbench's cache with ``evictor`` and ``matcher``, and the variant is named
-    ``"<evictor>/<matcher>/<flatten>"``; an SGLang spec (``sglang``, ``sglang:PATH``,
-    ``sglang:FILE.py:CLASS``) runs SGLang's ``RadixCache``, whose evictor and matcher are its
-    own (``evictor`` / ``matcher`` are then ignored), and the variant is named
-    ``"<impl_label>/<flatten>"``, e.g. ``sglang/chain``. ``impl_label``: that name part
-    (default ``impls.default_label(impl)``; the harness sets it to tell apart two specs with
-    the same default label); it must not contain ``/``. Only the spec's syntax is checked here.
+    ``impl``: the cache implementation's spec (``radixbench.cache.registry``): ``radixbench``
+    (default) runs radixbench's cache with ``evictor`` and ``matcher``; another
+    implementation (``sglang``, ``sglang:PATH``, ``sglang:FILE.py:CLASS``, a plug-in) evicts
+    and matches with its own code unless its registry entry takes those axes, so they are
+    not axes of its variants (:meth:`axes` gives ``None``, whatever the fields hold).
+    ``impl_label``: the implementation's name in tables (default: the registry's label from
+    the spec's text, ``radixbench.cache.impls.default_label``; the harness sets it to the
+    loaded label, which tells apart two specs with the same default). ``flatten``: the batch
+    builder's flatten. ``extra``: further axes as ``(name, value)`` pairs, in order (e.g.
+    ``("router", "cache-aware")``); names must not repeat a base axis.
+
+    The display name (:attr:`name`) is derived from the axes, never parsed back:
+    ``"<evictor>/<matcher>/<flatten>"`` for an implementation that takes evictor and matcher,
+    ``"<impl_label>/<flatten>"`` otherwise, then ``"/<axis>=<value>"`` per extra axis. Only
+    the spec's syntax is checked here (nothing is loaded). Raises ``ValueError`` for an
+    unknown evictor, matcher or flatten, a bad spec or a bad extra axis.
     """
 
     evictor: str = "heapify"
@@ -37,6 +53,7 @@ class Variant:
     flatten: str = "chain"
     impl: str = RADIXBENCH
     impl_label: str = ""
+    extra: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for key, value, known in (
@@ -53,14 +70,43 @@ class Variant:
             object.__setattr__(self, "impl_label", RADIXBENCH)
         elif not self.impl_label:
             object.__setattr__(self, "impl_label", default_label(self.impl))
-        if "/" in self.impl_label or not self.impl_label.strip():
-            raise ValueError(f"impl label {self.impl_label!r}: must be non-empty, without '/'")
+        if not self.impl_label.strip():
+            raise ValueError(f"impl label {self.impl_label!r}: must be non-empty")
+        names = [k for k, _ in self.extra]
+        if len(set(names)) != len(names) or set(names) & set(BASE_AXES):
+            raise ValueError(f"extra axes {names}: must not repeat each other or a base axis")
+
+    @property
+    def own_algorithms(self) -> frozenset[str]:
+        """The axes among ``evictor`` / ``matcher`` that the implementation takes from the
+        variant (radixbench's cache: both; SGLang's: neither)."""
+        from radixbench.cache.registry import entries
+
+        entry = entries().get(self.impl.partition(":")[0])
+        return entry.axes if entry is not None else frozenset()
+
+    def axes(self) -> dict[str, str | None]:
+        """Axis -> value, in :data:`BASE_AXES` order then ``extra``'s: ``impl`` is the label;
+        ``evictor`` / ``matcher`` are ``None`` where the implementation runs its own."""
+        takes = self.own_algorithms
+        out: dict[str, str | None] = {
+            "impl": self.impl_label,
+            "evictor": self.evictor if "evictor" in takes else None,
+            "matcher": self.matcher if "matcher" in takes else None,
+            "flatten": self.flatten,
+        }
+        out.update(self.extra)
+        return out
 
     @property
     def name(self) -> str:
-        if self.impl == RADIXBENCH:
-            return f"{self.evictor}/{self.matcher}/{self.flatten}"
-        return f"{self.impl_label}/{self.flatten}"
+        """The display name, derived from :meth:`axes` (see the class docstring)."""
+        takes = self.own_algorithms
+        if {"evictor", "matcher"} <= takes:
+            base = f"{self.evictor}/{self.matcher}/{self.flatten}"
+        else:
+            base = f"{self.impl_label}/{self.flatten}"
+        return base + "".join(f"/{k}={v}" for k, v in self.extra)
 
 
 CLOCKS = ("isolated", "coupled")

@@ -204,6 +204,14 @@ class VariantSim:
                 self.events += n
                 self.wall_ns += perf_counter_ns() - t0
 
+    def _with_axes(self, df: pd.DataFrame) -> pd.DataFrame:
+        """``df`` with the variant's axis columns (``Variant.axes``: impl, evictor, matcher,
+        flatten, extra axes; string dtype, missing where the implementation runs its own
+        algorithm) inserted after ``variant``."""
+        for i, (axis, value) in enumerate(self.variant.axes().items(), start=1):
+            df.insert(i, axis, pd.Series([value] * len(df), index=df.index, dtype="string"))
+        return df
+
     def result(self) -> VariantResult:
         """The tables and metrics of the run so far; checks the KV pool adds up first
         (``sim.accounting.kv_account``: raises ``KVAccountingError`` on a leak)."""
@@ -216,11 +224,11 @@ class VariantSim:
         metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
         return VariantResult(
             name,
-            _request_frame(name, self.done),
-            self.rec.frame(name),
+            self._with_axes(_request_frame(name, self.done)),
+            self._with_axes(self.rec.frame(name)),
             float(self.env.now),
-            steps,
-            {"variant": name, **metrics},
+            self._with_axes(steps),
+            {"variant": name, **self.variant.axes(), **metrics},
             self.events,
             self.wall_ns * 1e-9,
         )

@@ -1,6 +1,7 @@
 """Synthetic per-request and per-op tables for the reports tests.
 
-Four variants ("<evictor>/<matcher>/<flatten>") are simulated with a fixed NumPy seed:
+Four variants of radixbench's cache (records of named axes, :data:`AXES`; the tables carry them
+as columns, as the simulator's do) are simulated with a fixed NumPy seed:
 
 * evict latency (ns) grows linearly in ``evictable_leaves`` for ``heapify`` and
   logarithmically for ``persistent-heap`` (so heapify is the slower evictor);
@@ -22,6 +23,40 @@ VARIANTS = [
     "persistent-heap/linear/chain",
     "persistent-heap/galloping/chain",
 ]
+
+
+def rb(evictor: str, matcher: str, flatten: str = "chain") -> dict[str, str | None]:
+    """The axis record of a variant of radixbench's cache."""
+    return {"impl": "radixbench", "evictor": evictor, "matcher": matcher, "flatten": flatten}
+
+
+def other(impl: str, flatten: str = "chain") -> dict[str, str | None]:
+    """The axis record of a variant of another implementation (own evictor and matcher)."""
+    return {"impl": impl, "evictor": None, "matcher": None, "flatten": flatten}
+
+
+#: Variant name -> its axis record (the names are display names, never parsed).
+AXES: dict[str, dict[str, str | None]] = {
+    "heapify/linear/chain": rb("heapify", "linear"),
+    "heapify/galloping/chain": rb("heapify", "galloping"),
+    "persistent-heap/linear/chain": rb("persistent-heap", "linear"),
+    "persistent-heap/galloping/chain": rb("persistent-heap", "galloping"),
+}
+
+
+def with_axes(
+    df: pd.DataFrame, axes: dict[str, dict[str, str | None]] | None = None
+) -> pd.DataFrame:
+    """``df`` (a ``variant`` column) with the axis columns of its variants from ``axes``
+    (default :data:`AXES`), inserted after ``variant``, as the simulator writes them."""
+    from radixbench.reports.axes import VariantSet
+
+    table = {**AXES, **(axes or {})}
+    names = tuple(dict.fromkeys(map(str, df["variant"])))
+    cols = ("impl", "evictor", "matcher", "flatten")
+    vs = VariantSet(names, cols, {n: table[n] for n in names})
+    return vs.attach(df.drop(columns=[c for c in cols if c in df.columns]))
+
 
 N_REQUESTS = 300
 OP_COUNTS = {"match_prefix": 400, "insert": 300, "evict": 150, "build_extend": 100}
@@ -67,14 +102,14 @@ def make_requests(seed: int = 1234) -> pd.DataFrame:
                 }
             )
         )
-    return pd.concat(frames, ignore_index=True)
+    return with_axes(pd.concat(frames, ignore_index=True))
 
 
 def _op_ns(
     rng: np.random.Generator, variant: str, op: str, key_len: np.ndarray, leaves: np.ndarray
 ) -> np.ndarray:
     """Synthetic wall time (ns) of ``op`` under ``variant``."""
-    evictor, matcher, _ = variant.split("/")
+    evictor, matcher = AXES[variant]["evictor"], AXES[variant]["matcher"]
     n = key_len.size
     if op == "evict":
         base = 40.0 * leaves if evictor == "heapify" else 300.0 * np.log2(leaves + 1.0)
@@ -114,7 +149,7 @@ def make_ops(seed: int = 99, counts: dict[str, int] | None = None) -> pd.DataFra
                     }
                 )
             )
-    return pd.concat(frames, ignore_index=True)
+    return with_axes(pd.concat(frames, ignore_index=True))
 
 
 @pytest.fixture
@@ -195,25 +230,27 @@ def make_timeseries(seed: int = 7, steps: int = 200) -> pd.DataFrame:
                 }
             )
         )
-    return pd.concat(frames, ignore_index=True)
+    return with_axes(pd.concat(frames, ignore_index=True))
 
 
 def make_metrics() -> pd.DataFrame:
     """Serving-metrics table (vLLM names), one row per variant."""
     n = len(VARIANTS)
-    return pd.DataFrame(
-        {
-            "variant": list(VARIANTS),
-            "request_throughput": np.linspace(5.0, 6.0, n),
-            "output_throughput": np.linspace(900.0, 1000.0, n),
-            "mean_ttft_ms": np.linspace(120.0, 100.0, n),
-            "median_ttft_ms": np.linspace(110.0, 90.0, n),
-            "p99_ttft_ms": np.linspace(400.0, 350.0, n),
-            "mean_tpot_ms": np.full(n, 12.0),
-            "prefix_hit_rate_all": np.full(n, 0.41),
-            "prefix_hit_rate_last_half": np.full(n, 0.52),
-            "retractions": np.zeros(n, dtype=np.int64),
-        }
+    return with_axes(
+        pd.DataFrame(
+            {
+                "variant": list(VARIANTS),
+                "request_throughput": np.linspace(5.0, 6.0, n),
+                "output_throughput": np.linspace(900.0, 1000.0, n),
+                "mean_ttft_ms": np.linspace(120.0, 100.0, n),
+                "median_ttft_ms": np.linspace(110.0, 90.0, n),
+                "p99_ttft_ms": np.linspace(400.0, 350.0, n),
+                "mean_tpot_ms": np.full(n, 12.0),
+                "prefix_hit_rate_all": np.full(n, 0.41),
+                "prefix_hit_rate_last_half": np.full(n, 0.52),
+                "retractions": np.zeros(n, dtype=np.int64),
+            }
+        )
     )
 
 

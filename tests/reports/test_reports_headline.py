@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import axis_checks, load_check, load_lines
 from radixbench.reports.headline import ISOLATED_NOTE, answer, withhold
 from radixbench.reports.verdicts import verdict_table
@@ -103,7 +104,7 @@ def test_axis_checks_flag_unexercised_and_trivial_axes(ops_df) -> None:
 
 def test_answer_leads_with_one_line_per_axis(requests_df, ops_df) -> None:
     verdicts = verdict_table(requests_df, ops_df, BASELINE, n_resamples=50)
-    ans = answer(verdicts, ops_df, BASELINE, clock="coupled")
+    ans = answer(verdicts, ops_df, BASELINE, VariantSet.from_frames(ops_df), clock="coupled")
     evict = [h for h in ans.headline if h.startswith("evict:")]
     match = [h for h in ans.headline if h.startswith("match_prefix:")]
     assert len(evict) == 1 and len(match) == 1  # at the baseline's other axes only
@@ -119,7 +120,14 @@ def test_isolated_clock_states_why_serving_metrics_are_identical(requests_df, op
     metrics = pd.DataFrame(
         {"variant": ["a", "b"], "measured_cpu_s": [1.0, 2.0], "duration_s": [100.0, 100.0]}
     )
-    ans = answer(verdicts, ops_df, BASELINE, metrics=metrics, clock="isolated")
+    ans = answer(
+        verdicts,
+        ops_df,
+        BASELINE,
+        VariantSet.from_frames(ops_df),
+        metrics=metrics,
+        clock="isolated",
+    )
     assert ans.serving[0] == ISOLATED_NOTE
     assert "a 1.0%, b 2.0%" in ans.serving[1]
 
@@ -127,7 +135,7 @@ def test_isolated_clock_states_why_serving_metrics_are_identical(requests_df, op
 def test_unexercised_axis_gets_no_claim(requests_df, ops_df) -> None:
     ops = ops_df.assign(evictable_leaves=2)
     verdicts = verdict_table(requests_df, ops, BASELINE, n_resamples=20, request_metrics=False)
-    ans = answer(verdicts, ops, BASELINE)
+    ans = answer(verdicts, ops, BASELINE, VariantSet.from_frames(ops))
     (line,) = [h for h in ans.headline if h.startswith("evictor")]
     assert line.startswith("evictor: NOT COMPARED — evict ran")
     held = withhold(verdicts, ans.checks)
@@ -140,7 +148,7 @@ def test_varied_axis_whose_op_never_ran_is_reported_not_compared(requests_df, op
     ops = ops_df[ops_df["op"] != "evict"]
     verdicts = verdict_table(requests_df, ops, BASELINE, n_resamples=20, request_metrics=False)
     assert not (verdicts["axis"] == "evictor").any()
-    ans = answer(verdicts, ops, BASELINE)
+    ans = answer(verdicts, ops, BASELINE, VariantSet.from_frames(ops))
     (line,) = [h for h in ans.headline if h.startswith("evictor")]
     assert line == (
         "evictor: NOT COMPARED — evict ran 0 times: the evictors were not compared (the KV "
@@ -149,13 +157,33 @@ def test_varied_axis_whose_op_never_ran_is_reported_not_compared(requests_df, op
     assert any(h.startswith("match_prefix:") for h in ans.headline)
 
 
-def test_varied_axes_from_names() -> None:
-    from radixbench.reports.headline import varied_axes
+def test_varied_axes_from_the_axis_columns(ops_df) -> None:
+    vs = VariantSet.from_frames(ops_df)
+    assert vs.varied() == ["evictor", "matcher"]
+    one = ops_df[ops_df["variant"] == "heapify/linear/chain"]
+    assert VariantSet.from_frames(one).varied() == []
+    sgl = one.assign(variant="sglang/chain", impl="sglang", evictor=None, matcher=None)
+    assert VariantSet.from_frames(one, sgl).varied() == ["impl"]
 
-    assert varied_axes(["heapify/linear/numpy", "persistent-heap/linear/numpy"]) == {"evictor"}
-    assert varied_axes(["heapify/linear/numpy", "heapify/galloping/chain"]) == {
-        "matcher",
-        "flatten",
-    }
-    assert varied_axes(["heapify/linear/numpy", "sglang/numpy"]) == {"impl"}
-    assert varied_axes(["heapify/linear/numpy"]) == set()
+
+def test_impl_headline_gives_each_ops_own_condition_and_the_pairing(requests_df, ops_df) -> None:
+    """Issue 22, defect 1: on the impl axis each op's line states that op's condition (evict:
+    evictable leaves, not match_prefix's key length); the pairing is named."""
+    base = ops_df[ops_df["variant"] == "heapify/galloping/chain"]
+    sgl = base.assign(variant="sglang/chain", impl="sglang", evictor=None, matcher=None)
+    ops = pd.concat([base, sgl], ignore_index=True)
+    req = requests_df[requests_df["variant"] == "heapify/galloping/chain"]
+    req = pd.concat([req, req.assign(variant="sglang/chain", impl="sglang", evictor=None,
+                                     matcher=None)])  # fmt: skip
+    ref = {"sglang": {"evictor": "heapify", "matcher": "galloping"}}
+    vs = VariantSet.from_frames(req, ops, reference=ref)
+    base_axes = vs.resolve_baseline()
+    verdicts = verdict_table(req, ops, base_axes, variants=vs, n_resamples=20,
+                             request_metrics=False)  # fmt: skip
+    ans = answer(verdicts, ops, base_axes, vs)
+    evict = next(h for h in ans.headline if h.startswith("evict:"))
+    leaves = float(base.loc[base["op"] == "evict", "evictable_leaves"].median())
+    assert f"median {leaves:,.0f} evictable leaves" in evict and "tokens per call" not in evict
+    match = next(h for h in ans.headline if h.startswith("match_prefix:"))
+    assert "median matched" in match
+    assert any("like-for-like" in h and "heapify/galloping/chain" in h for h in ans.headline)

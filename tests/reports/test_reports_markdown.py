@@ -8,10 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radixbench.reports.axes import VariantSet
 from radixbench.reports.markdown import format_cell, pipe_table, write_report_md
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 
 BASELINE = {"evictor": "heapify", "matcher": "linear"}
+
+
+def _speedups(ops_sum, ops_df):
+    vs = VariantSet.from_frames(ops_df)
+    return speedups(ops_sum, vs.resolve_baseline(BASELINE), vs)
 
 
 def _write(run_dir: Path, requests_df, ops_df, meta, equivalence) -> str:
@@ -23,7 +29,7 @@ def _write(run_dir: Path, requests_df, ops_df, meta, equivalence) -> str:
         meta=meta,
         op_summary=ops_sum,
         variant_summary=variant_summary(requests_df),
-        speedups=speedups(ops_sum, BASELINE),
+        speedups=_speedups(ops_sum, ops_df),
         equivalence=equivalence,
         plots=plots,
         tables=tables,
@@ -147,7 +153,7 @@ def test_report_leads_with_the_answer_and_flags_overload(
         meta=meta,
         op_summary=ops_sum,
         variant_summary=variant_summary(requests_df),
-        speedups=speedups(ops_sum, BASELINE),
+        speedups=_speedups(ops_sum, ops_df),
         equivalence=equivalence_ok,
         plots={},
         tables={},

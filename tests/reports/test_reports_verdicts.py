@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radixbench.reports.axes import VariantSet
 from radixbench.reports.tables import OP_COLUMNS
 from radixbench.reports.verdicts import (
     EVICT_OWN,
     VERDICT_COLUMNS,
     bootstrap_ratio,
-    resolve_baseline,
     verdict,
     verdict_table,
 )
@@ -89,7 +89,7 @@ def test_verdict_table_pairs_and_verdicts(requests_df, ops_df) -> None:
         ("persistent-heap/galloping/chain", "heapify/galloping/chain"),
     }
     match = table[table["metric"] == "match_prefix ns"]
-    assert set(match["baseline"].str.split("/").str[1]) == {"linear"}
+    assert set(match["baseline"]) == {"heapify/linear/chain", "persistent-heap/linear/chain"}
     # the conftest makes persistent-heap and galloping faster on their own op
     assert (table.loc[table["metric"].str.endswith(" ns"), "verdict"] == "faster").all()
     # request metrics: each pair also compares TTFT and E2E over finished requests
@@ -103,7 +103,7 @@ def test_verdict_table_pairs_and_verdicts(requests_df, ops_df) -> None:
 def test_identical_variants_show_no_difference(requests_df, ops_df) -> None:
     base = "heapify/linear/chain"
     one = ops_df[ops_df["variant"] == base]
-    cand = one.assign(variant="persistent-heap/linear/chain")
+    cand = one.assign(variant="persistent-heap/linear/chain", evictor="persistent-heap")
     table = verdict_table(requests_df.iloc[0:0], pd.concat([one, cand]), BASELINE, n_resamples=200)
     assert len(table) == 1
     assert table["ratio"].iloc[0] == 1.0
@@ -112,9 +112,10 @@ def test_identical_variants_show_no_difference(requests_df, ops_df) -> None:
 
 def test_flatten_axis_compares_batch_builds(ops_factory, requests_df) -> None:
     ops = ops_factory(counts={"build_extend": 60, "build_decode": 60})
-    ops["variant"] = ops["variant"].str.replace(
-        "persistent-heap/linear/chain", "heapify/linear/sum", regex=False
-    )
+    moved = ops["variant"] == "persistent-heap/linear/chain"
+    ops.loc[moved, "variant"] = "heapify/linear/sum"
+    ops.loc[moved, "evictor"] = "heapify"
+    ops.loc[moved, "flatten"] = "sum"
     table = verdict_table(requests_df.iloc[0:0], ops, BASELINE, n_resamples=100)
     flat = table[table["baseline"] == "heapify/linear/sum"]
     assert set(flat["metric"]) == {"build_extend ns", "build_decode ns"}
@@ -136,7 +137,9 @@ def test_request_metrics_pair_by_rid(requests_df, ops_df) -> None:
     base, cand = "heapify/linear/chain", "persistent-heap/linear/chain"
     req = requests_df[requests_df["variant"] == base]
     # candidate: every request exactly 2x faster, rows shuffled -> pairing must use rid
-    faster = req.assign(variant=cand, ttft_s=req["ttft_s"] / 2, e2e_s=req["e2e_s"] / 2)
+    faster = req.assign(
+        variant=cand, evictor="persistent-heap", ttft_s=req["ttft_s"] / 2, e2e_s=req["e2e_s"] / 2
+    )
     faster = faster.sample(frac=1.0, random_state=0)
     table = verdict_table(pd.concat([req, faster]), ops_df.iloc[0:0], BASELINE, n_resamples=200)
     ttft = table[table["metric"] == "ttft_s"].iloc[0]
@@ -145,16 +148,26 @@ def test_request_metrics_pair_by_rid(requests_df, ops_df) -> None:
 
 
 def test_resolve_baseline_takes_the_named_value_else_the_first_listed() -> None:
-    listed = ["persistent-heap/galloping/numpy", "lru-list/linear/numpy", "sglang/chain"]
-    assert resolve_baseline(listed) == {
+    rb = ("impl", "evictor", "matcher", "flatten")
+    records = {
+        "persistent-heap/galloping/numpy": ("radixbench", "persistent-heap", "galloping", "numpy"),
+        "lru-list/linear/numpy": ("radixbench", "lru-list", "linear", "numpy"),
+        "sglang/chain": ("sglang", None, None, "chain"),
+    }
+    vs = VariantSet(tuple(records), rb, {n: dict(zip(rb, r)) for n, r in records.items()})
+    assert vs.resolve_baseline() == {
+        "impl": "radixbench",
         "evictor": "persistent-heap",
         "matcher": "galloping",
         "flatten": "numpy",
     }
-    named = resolve_baseline(listed, {"matcher": "linear", "evictor": "heapify"})
+    named = vs.resolve_baseline({"matcher": "linear", "evictor": "heapify"})
     # heapify was not run: the first listed evictor stands in
-    assert named == {"evictor": "persistent-heap", "matcher": "linear", "flatten": "numpy"}
-    assert resolve_baseline(["sglang/chain"]) == {"flatten": "chain"}
+    assert named["evictor"] == "persistent-heap" and named["matcher"] == "linear"
+    only = VariantSet(
+        ("sglang/chain",), rb, {"sglang/chain": dict(zip(rb, records["sglang/chain"]))}
+    )
+    assert only.resolve_baseline() == {"impl": "sglang", "flatten": "chain"}
 
 
 def test_any_set_of_variants_gets_verdicts(requests_df, ops_df) -> None:
@@ -162,7 +175,8 @@ def test_any_set_of_variants_gets_verdicts(requests_df, ops_df) -> None:
     keep = ["persistent-heap/galloping/chain", "heapify/galloping/chain"]
     ops = ops_df[ops_df["variant"].isin(keep)]
     req = requests_df[requests_df["variant"].isin(keep)]
-    table = verdict_table(req, ops, resolve_baseline(keep), n_resamples=50)
+    vs = VariantSet.from_frames(req.sort_values("variant", ascending=False), ops)
+    table = verdict_table(req, ops, vs.resolve_baseline(), variants=vs, n_resamples=50)
     assert set(table["candidate"]) == {"heapify/galloping/chain"}
     assert set(table["baseline"]) == {"persistent-heap/galloping/chain"}
     row = table[table["metric"] == "evict ns"].iloc[0]
@@ -184,6 +198,8 @@ def test_evictor_time_excludes_the_kv_free() -> None:
             for op, ns in (("evict", own + free + k), ("evict_kv_free", free)):
                 rows.append((variant, op, ns, 16, 16, 10, 100, 5000, float(k)))
     ops = pd.DataFrame(rows, columns=list(OP_COLUMNS))
+    ops = ops.assign(impl="radixbench", evictor=ops["variant"].str.partition("/")[0],
+                     matcher="linear", flatten="chain")  # fmt: skip
     req = pd.DataFrame({c: pd.Series(dtype="float64") for c in ["rid"]})
     req = req.assign(variant=pd.Series(dtype=str), status=pd.Series(dtype=str))
     table = verdict_table(req, ops, {"evictor": "heapify"}, n_resamples=50)

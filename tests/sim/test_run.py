@@ -9,6 +9,7 @@ import torch
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.matcher import MATCHERS
 from radixbench.sim import SimConfig, Variant, resolve_device, run_variant
+from radixbench.sim.config import VARIANT_COLUMNS
 from radixbench.sim.run import paused_gc
 from radixbench.workloads import load_mooncake
 
@@ -48,7 +49,7 @@ def test_variants_see_identical_schedule(trace100, small_cfg) -> None:
     for e in EVICTORS:
         for m in MATCHERS:
             r = run_variant(trace100, small_cfg, Variant(e, m, "numpy"), CPU)
-            frames.append(r.requests.drop(columns="variant"))
+            frames.append(r.requests.drop(columns=list(VARIANT_COLUMNS)))
     for f in frames[1:]:
         pd.testing.assert_frame_equal(frames[0], f)
 

@@ -19,6 +19,7 @@ from radixbench.cache.matcher import MATCHERS
 from radixbench.harness.equivalence import check_equivalence
 from radixbench.sim import SimConfig, Variant, VariantSim
 from radixbench.sim.accounting import kv_account
+from radixbench.sim.config import VARIANT_COLUMNS
 from radixbench.sim.cost import LinearCostModel
 from radixbench.sim.run import VariantResult
 from radixbench.workloads import load_mooncake
@@ -127,7 +128,7 @@ def test_variants_agree_and_runs_repeat(runs, workload: str, page: int) -> None:
     *variants, again = runs[workload, page]
     eq = check_equivalence(pd.concat([r.requests for r in variants], ignore_index=True))
     assert eq["ok"], eq["first_diff"]
-    frames = [r.requests.drop(columns="variant") for r in variants]
+    frames = [r.requests.drop(columns=list(VARIANT_COLUMNS)) for r in variants]
     for f in frames[1:]:
         pd.testing.assert_frame_equal(frames[0], f)
     pd.testing.assert_frame_equal(variants[0].requests, again.requests)

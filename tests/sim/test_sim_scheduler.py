@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from radixbench.sim import SimConfig, Variant, run_variant
+from radixbench.sim.config import VARIANT_COLUMNS
 from radixbench.sim.cost import LinearCostModel
 
 CPU = torch.device("cpu")
@@ -59,7 +60,7 @@ def test_isolated_clock_gives_every_variant_the_same_schedule(pressure_trace, po
         run_variant(pressure_trace, cfg, Variant(e, m, "numpy"), CPU)
         for e, m in (("heapify", "linear"), ("persistent-heap", "galloping"))
     ]
-    a, b = (r.requests.drop(columns="variant") for r in runs)
+    a, b = (r.requests.drop(columns=list(VARIANT_COLUMNS)) for r in runs)
     pd.testing.assert_frame_equal(a, b)
     cols = ["sim_time_s", "step", "batch_size", "new_tokens", "step_s", "kv_used_tokens"]
     pd.testing.assert_frame_equal(runs[0].timeseries[cols], runs[1].timeseries[cols])
