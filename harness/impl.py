@@ -172,6 +172,12 @@ def files_digest(files: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _reference(spec: str) -> dict[str, str]:
+    from radixbench.cache.registry import resolve
+
+    return dict(resolve(spec).entry.reference)
+
+
 def implementations(variants: Sequence[Variant], caches: Sequence[Any]) -> list[dict[str, Any]]:
     """One entry per implementation run (first appearance order), for ``config.json`` and the
     report's Implementations table: ``impl`` (the label), ``spec``, ``version``, ``origin``
@@ -194,6 +200,9 @@ def implementations(variants: Sequence[Variant], caches: Sequence[Any]) -> list[
             if info.tree_core:
                 entry["tree_core"] = info.tree_core
                 entry["tree_core_reason"] = info.tree_core_reason
+            reference = _reference(variant.impl)
+            if reference:  # the radixbench axis values its own code runs (like-for-like)
+                entry["reference"] = reference
             entry["files_sha256"] = files_digest(info.files)
             out[label] = {**entry, "variants": []}
         out[label]["variants"].append(variant.name)
