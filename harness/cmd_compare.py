@@ -20,6 +20,8 @@ from radixbench.harness.cliutil import UsageError, csv_list, positive_float, pos
 from radixbench.harness.compare import CompareSpec, run_compare
 from radixbench.harness.impl import IMPL_HELP, impl_arg
 from radixbench.harness.scenario import DEFAULT_SCENARIO, load_scenario, parse_override
+from radixbench.reports.axes import AXES
+from radixbench.reports.record import RunMeta
 from radixbench.sim.config import CLOCKS, FLATTENERS_NAMES, Variant
 from radixbench.sim.cost import preset_names
 from radixbench.sim.sched_policy import SCHED_POLICIES
@@ -266,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
     # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
-    wall = float(outcome.meta.get("wall_s", outcome.wall_s))
+    wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
     print(
         f"\nwall time {wall:.1f} s (+ {outcome.wall_s - wall:.1f} s writing the report); "
         f"report: {outcome.run_dir / 'report.md'}"
@@ -290,44 +292,45 @@ def _print_answer(report: dict) -> None:
         print(f"  {line}")
 
 
-def _print_summary(report: dict, eq: dict, meta: dict | None = None) -> None:
+def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
     ops: pd.DataFrame = report["op_summary"]
     keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
     cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(keep[cols].to_string(index=False))
         print()
-        print(report["variant_summary"].to_string(index=False))
+        summary = report["variant_summary"]
+        print(summary.drop(columns=[c for c in AXES if c in summary]).to_string(index=False))
         if len(report["speedups"]):
             print()
             print(report["speedups"].to_string(index=False))
     if meta is not None:
         achieved = report["variant_summary"]["prefix_hit_rate"]
-        ceil = meta.get("hit_rate_ceiling") or {}
+        ceil = meta.hit_rate_ceiling or {}
         a = float(achieved.median()) if len(achieved) else float("nan")
         covered = f" over the {ceil['requests']:,} finished requests" if "requests" in ceil else ""
         if ceil.get("rejected"):
             covered += f" ({ceil['rejected']:,} rejected, left out of both)"
         print(
-            f"\nscenario: {meta['scenario']}\nprefix hit rate: achieved {a:.3f} | "
+            f"\nscenario: {meta.scenario}\nprefix hit rate: achieved {a:.3f} | "
             f"infinite-cache ceiling {ceil.get('all', float('nan')):.3f} (last half "
             f"{ceil.get('last_half', float('nan')):.3f}){covered}"
         )
-        belady = meta.get("hit_rate_belady")
+        belady = meta.hit_rate_belady
         if isinstance(belady, dict) and isinstance(belady.get("all"), float):
             print(
                 f"Belady bound (optimal eviction) at {belady.get('kv_capacity_tokens', 0):,} KV "
                 f"tokens: {belady['all']:.3f} over the same requests"
             )
-        skipped = meta["skipped_lines"]
-        print(f"skipped malformed trace lines: {skipped}")
-        for err in meta.get("skipped_line_errors", [])[:3]:
+        print(f"skipped malformed trace lines: {meta.skipped_lines}")
+        for err in meta.skipped_line_errors[:3]:
             print(f"  {err}")
-        impls = meta.get("implementations", [])
+        impls = meta.implementations
         if any(e["spec"] != "radixbench" for e in impls):
             print("implementations (files sha256 in the report):")
             for e in impls:
-                print(f"  {e['impl']}: {e['version']} at {e['origin']} ({e['class']})")
+                core = f", {e['tree_core']} tree core" if e.get("tree_core") else ""
+                print(f"  {e['impl']}: {e['version']} at {e['origin']} ({e['class']}{core})")
     if eq["ok"]:
         print(
             f"\nequivalence: OK — all {len(eq['variants'])} variants saw identical prefix hits "

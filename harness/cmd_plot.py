@@ -4,7 +4,6 @@ its saved Parquet tables, without re-running the simulation."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,65 +28,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def load_run(run_dir: Path) -> dict[str, Any]:
-    """Read a run folder: ``requests``/``ops`` (required), ``timeseries``/``metrics`` (None when
-    absent, as in old runs) and ``meta`` from ``config.json`` (``{}`` when absent).
-
-    Raises :class:`UsageError` naming the folder or file when it is not a readable run folder.
-    """
-    if not run_dir.is_dir():
-        what = "a file" if run_dir.exists() else "no such directory"
-        raise UsageError(
-            f"{run_dir}: not a run folder ({what}; give one written by compare, e.g. runs/<ts>)"
-        )
-    for stem in ("requests", "ops"):
-        if not (run_dir / f"{stem}.parquet").is_file():
-            raise UsageError(f"{run_dir}: not a run folder (missing {stem}.parquet)")
-    from radixbench.reports.tables import read_table
-
-    out: dict[str, Any] = {}
-    for stem in ("requests", "ops", "timeseries", "metrics"):
-        path = run_dir / f"{stem}.parquet"
-        if not path.is_file():
-            out[stem] = None
-            continue
-        try:
-            out[stem] = read_table(run_dir, stem)
-        except Exception as e:  # pyarrow raises several types on a corrupt file
-            raise UsageError(f"{path}: unreadable Parquet ({type(e).__name__})") from None
-    config = run_dir / "config.json"
-    try:
-        out["meta"] = json.loads(config.read_text()) if config.is_file() else {}
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{config}:{e.lineno}: invalid JSON ({e.msg})") from None
-    if not isinstance(out["meta"], dict):
-        raise UsageError(f"{config}: expected a JSON object")
-    return out
-
-
 def rerender(
     run_dir: Path, n_resamples: int = 1000, *, svg: bool = False, progress: bool | None = None
 ) -> dict[str, Any]:
     """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
-    (files replaced atomically one by one); the equivalence verdict is recomputed from the
-    per-request table. ``svg``: also write SVG plots; ``progress``: a bar over the report steps
-    on stderr (None = only on a terminal). Returns the :class:`~radixbench.reports.ReportResult`.
-    """
+    with everything the run was made with (its record, ``config.json``: the ``--baseline``,
+    the variants' axes, the scheduler settings), files replaced atomically one by one; the
+    equivalence verdict is recomputed from the per-request table. ``svg``: also write SVG
+    plots; ``progress``: a bar over the report steps on stderr (None = only on a terminal).
+    Returns the :class:`~radixbench.reports.ReportResult`. Raises :class:`UsageError` (one
+    line naming the folder or file) for a folder that is not a readable run."""
     from radixbench.harness.equivalence import check_equivalence
     from radixbench.reports import write_report
+    from radixbench.reports.record import RecordError, read_run
 
-    run = load_run(run_dir)
-    requests = run["requests"]
+    try:
+        tables, meta = read_run(run_dir)
+    except RecordError as e:
+        raise UsageError(str(e)) from None
+    requests, ops = tables["requests"], tables["ops"]
+    assert requests is not None and ops is not None  # read_run requires both
     try:
         return dict(
             write_report(
                 run_dir,
                 requests,
-                run["ops"],
-                run["meta"],
+                ops,
+                meta,
                 check_equivalence(requests),
-                timeseries=run["timeseries"],
-                metrics=run["metrics"],
+                baseline=meta.baseline,
+                timeseries=tables["timeseries"],
+                metrics=tables["metrics"],
                 n_resamples=n_resamples,
                 svg=svg,
                 progress=progress,

@@ -6,7 +6,6 @@ workloads (trace) -> sim (one run per variant, same schedule) -> equivalence che
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from radixbench.harness.impl import implementations
 from radixbench.harness.runinfo import AtomicRunDir, environment
 from radixbench.harness.scenario import Scenario
 from radixbench.reports import write_report
+from radixbench.reports.record import RunMeta, write_meta
 from radixbench.sim.belady import belady_bound
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
@@ -65,11 +65,15 @@ class CompareSpec:
 
 @dataclass(frozen=True)
 class CompareOutcome:
+    """``run_dir``: the run folder written; ``report``: what ``write_report`` returned;
+    ``meta``: the run record saved as ``config.json``; ``wall_s``: the whole run's wall time
+    (s), the report included; ``metrics``: the serving-metrics table."""
+
     run_dir: Path
     report: dict[str, Any]
     equivalence: dict[str, Any]
     wall_s: float
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunMeta = field(default_factory=RunMeta)
     metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -202,31 +206,38 @@ def run_compare(
     equivalence = check_equivalence(requests)
     ceiling = served_ceiling(trace, requests)
     belady = served_belady(trace, requests, spec.sim)
-    meta = {
-        "scenario": workload.label,
-        "requests": len(trace),
-        "skipped_lines": len(workload.skipped),
-        "skipped_line_errors": [str(e) for e in workload.skipped[:5]],
-        "hit_rate_ceiling": ceiling,
-        "hit_rate_belady": belady,
-        "seed": spec.sim.seed,
-        "device": str(device),
-        "clock": spec.sim.clock,
-        "sched_policy": spec.sim.sched_policy,
-        "kv_capacity_tokens": spec.sim.kv_capacity_tokens,
-        "page_size": spec.sim.page_size,
-        "cost_model": getattr(spec.sim.cost, "name", type(spec.sim.cost).__name__),
-        "implementations": implementations(spec.variants, [s.cache for s in sims]),
-        "events": {r.variant: r.events for r in results},
-        "torch_threads": torch.get_num_threads(),
-        "sim_end_s": {r.variant: r.sim_end_s for r in results},
-        "spec": _jsonable(spec),
-        "environment": environment(),
-        **(extra_meta or {}),
-    }
+    sim = spec.sim
+    meta = RunMeta(
+        command="compare",
+        scenario=workload.label,
+        requests=len(trace),
+        seed=sim.seed,
+        device=str(device),
+        clock=sim.clock,
+        sched_policy=sim.sched_policy,
+        kv_capacity_tokens=sim.kv_capacity_tokens,
+        page_size=sim.page_size,
+        max_running=sim.max_running,
+        max_prefill_tokens=sim.max_prefill_tokens,
+        chunked_prefill_size=sim.chunked_prefill_size,
+        cost_model=getattr(sim.cost, "name", type(sim.cost).__name__),
+        baseline=dict(spec.baseline) if spec.baseline else None,
+        variants=[{"name": v.name, **v.axes()} for v in spec.variants],
+        implementations=implementations(spec.variants, [s.cache for s in sims]),
+        hit_rate_ceiling=ceiling,
+        hit_rate_belady=belady,
+        skipped_lines=len(workload.skipped),
+        skipped_line_errors=[str(e) for e in workload.skipped[:5]],
+        events={r.variant: r.events for r in results},
+        sim_end_s={r.variant: r.sim_end_s for r in results},
+        torch_threads=torch.get_num_threads(),
+        environment=environment(),
+        spec=_jsonable(spec),
+        extra=dict(extra_meta or {}),
+    )
     with AtomicRunDir(spec.out, run_name) as run:
-        meta["wall_s"] = round(time.perf_counter() - started, 2)
-        (run.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
+        meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
+        write_meta(run.tmp, meta)
         report = write_report(
             run.tmp,
             requests,

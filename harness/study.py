@@ -246,7 +246,7 @@ def run_point(
         # variants (by the family's axis value) the load rules flag: their latencies measure
         # the queue ("" = every variant served)
         "overloaded": ", ".join(label.get(x.variant, x.variant) for x in loads if x.overloaded),
-        "requests": int(out.meta["requests"]),
+        "requests": int(out.meta.requests or 0),
         "kv_capacity_tokens": scenario.sim.kv_capacity_tokens,
         "equivalent": bool(out.equivalence["ok"]),
         "point_wall_s": round(time.perf_counter() - t0, 1),

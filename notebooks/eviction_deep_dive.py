@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 from _nbutil import run_dir, show
 
-from radixbench.harness.cmd_plot import load_run
+from radixbench.reports.record import read_run
 from radixbench.reports.plots import axis_groups, fit_loglog_slope
 
 RUN = run_dir()
-run = load_run(RUN)
+run, meta = read_run(RUN)
 ops = run["ops"]
 evict = ops[ops["op"] == "evict"].copy()
 evict["evictor"] = axis_groups(evict, "evictor")  # an SGLang variant: its impl label

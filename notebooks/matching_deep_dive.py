@@ -25,11 +25,12 @@ import numpy as np
 import pandas as pd
 from _nbutil import run_dir, show
 
-from radixbench.harness.cmd_plot import load_run
+from radixbench.reports.record import read_run
 from radixbench.reports.plots import axis_groups, fit_loglog_slope
 
 RUN = run_dir()
-ops = load_run(RUN)["ops"]
+run, meta = read_run(RUN)
+ops = run["ops"]
 match = ops[ops["op"] == "match_prefix"].copy()
 match["matcher"] = axis_groups(match, "matcher")  # an SGLang variant: its impl label
 match["hit_fraction"] = np.where(match["key_len"] > 0, match["result"] / match["key_len"], 0.0)

@@ -25,14 +25,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from _nbutil import run_dir, show
 
-from radixbench.harness.cmd_plot import load_run
+from radixbench.reports.record import read_run
 
 RUN = run_dir()
-run = load_run(RUN)
+run, meta = read_run(RUN)
 req = run["requests"]
 one = req[req["variant"] == req["variant"].iloc[0]].sort_values("arrival_s")
 print(f"run {RUN}: {len(one)} requests, {req['variant'].nunique()} variants")
-print(json.dumps({k: run["meta"].get(k) for k in ("scenario", "seed", "device")}, indent=1))
+print(json.dumps({"scenario": meta.scenario, "seed": meta.seed, "device": meta.device}, indent=1))
 
 # %%
 one[["input_len", "output_len", "prefix_hit_tokens", "ttft_s", "e2e_s"]].describe()
@@ -63,7 +63,7 @@ axes[0].hist(frac, bins=40)
 axes[0].set(title="prefix hit fraction per request", xlabel="hit tokens / input tokens",
             ylabel="requests (count)")
 axes[1].plot(done["arrival_s"], cum)
-ceiling = run["meta"].get("hit_rate_ceiling")
+ceiling = meta.hit_rate_ceiling
 if isinstance(ceiling, dict) and ceiling.get("all") is not None:
     axes[1].axhline(ceiling["all"], ls="--", color="k", label="ceiling")
     axes[1].legend()

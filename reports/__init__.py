@@ -37,7 +37,7 @@ from tqdm import tqdm
 from radixbench.reports.axes import VariantSet, references
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
-from radixbench.reports.runmeta import clock_mode
+from radixbench.reports.record import RunMeta
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
     OP_COLUMNS,
@@ -49,6 +49,7 @@ from radixbench.reports.tables import (
 from radixbench.reports.verdicts import verdict_table
 
 __all__ = ["ReportResult", "write_report"]
+
 
 class ReportResult(TypedDict):
     """What :func:`write_report` wrote and computed.
@@ -77,7 +78,7 @@ def write_report(
     run_dir: Path | str,
     requests: pd.DataFrame,
     ops: pd.DataFrame,
-    meta: Mapping[str, Any],
+    meta: RunMeta | Mapping[str, Any],
     equivalence: Mapping[str, Any],
     baseline: Mapping[str, str] | None = None,
     timeseries: pd.DataFrame | None = None,
@@ -100,7 +101,7 @@ def write_report(
     speed-up and verdict tables (an axis not named, or named with a value no variant has,
     takes the first variant listed: ``resolve_baseline``); serving-metric verdicts only under
     the coupled clock; ``result["answer"]`` holds the headline lines; ``n_resamples``:
-    bootstrap resamples per verdict (seeded with ``meta["seed"]``, 0 when absent).
+    bootstrap resamples per verdict (seeded with ``meta.seed``, 0 when absent).
     ``render=False`` stops after the tables (validated and written as above): no plots, no
     ``report.md``, no ``report.html`` — for sweep cells, which ``radixbench plot`` can render
     later. ``svg=True`` also writes each plot as SVG beside its
@@ -118,7 +119,8 @@ def write_report(
             f"metrics table: expected a pandas DataFrame, got {type(metrics).__name__}"
         )
     run_dir = Path(run_dir)
-    seed = meta.get("seed")
+    meta = RunMeta.coerce(meta)
+    seed = meta.seed
     bar = tqdm(
         total=3 + (_N_RENDER_STEPS if render else 0),
         desc="report",
@@ -129,14 +131,14 @@ def write_report(
     with bar:
         bar.set_postfix_str("summaries")
         # variants in the order listed (the harness concatenates them in spec order)
-        vs = VariantSet.from_frames(requests, ops, reference=references(meta))
+        vs = VariantSet.from_frames(requests, ops, reference=references(meta.implementations))
         ops_sum = vs.attach(op_summary(ops))
         var_sum = vs.attach(variant_summary(requests))
         base = vs.resolve_baseline(baseline)
         speed = speedups(ops_sum, base, vs)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
-        clock = clock_mode(meta)
+        clock = meta.clock
         verdicts = verdict_table(
             requests,
             ops,
@@ -196,7 +198,7 @@ def _render(
     result: ReportResult,
     run_dir: Path,
     frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None],
-    meta: Mapping[str, Any],
+    meta: RunMeta,
     equivalence: Mapping[str, Any],
     svg: bool,
     bar: tqdm,
@@ -218,7 +220,7 @@ def _render(
 
     requests, ops, timeseries, metrics = frames
     plot_dir = run_dir / "plots"
-    ceiling = meta.get("hit_rate_ceiling")
+    ceiling = meta.hit_rate_ceiling
     verdicts = result["verdicts"]
     claims = verdicts[verdicts["verdict"] != "not compared"]  # no plot claims either
     steps: dict[str, Callable[[Path], Path]] = {

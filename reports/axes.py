@@ -12,7 +12,7 @@ from it on exactly one axis, that axis holding the baseline value. On the ``impl
 other axes must agree too, and where one side's implementation runs its own algorithm the
 other side must run the same one — its *like-for-like* partner: an implementation's
 ``reference`` (e.g. sglang 0.5.23 evicts as radixbench's ``heapify`` and matches as
-``galloping``; ``meta["implementations"][i]["reference"]``). Without such a variant in the
+``galloping``; the run record's ``implementations[i]["reference"]``). Without such a variant in the
 run, the partner is the one with the baseline values on those axes, and the pair's note
 says it is not like-for-like.
 """
@@ -47,11 +47,11 @@ class Pair(NamedTuple):
     note: str = ""
 
 
-def references(meta: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """Implementation label -> the radixbench axis values its own code runs, from
-    ``meta["implementations"]`` (entries without a ``reference`` give none)."""
+def references(implementations: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Implementation label -> the radixbench axis values its own code runs, from the run
+    record's ``implementations`` entries (entries without a ``reference`` give none)."""
     out: dict[str, dict[str, str]] = {}
-    for entry in meta.get("implementations") or ():
+    for entry in implementations:
         if isinstance(entry, Mapping) and isinstance(entry.get("reference"), Mapping):
             out[str(entry.get("impl"))] = {str(k): str(v) for k, v in entry["reference"].items()}
     return out

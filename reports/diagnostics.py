@@ -25,12 +25,13 @@ matcher axis on a median matched length below :data:`TRIVIAL_MATCHED_TOKENS` tok
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from radixbench.reports.record import RunMeta
 
 __all__ = [
     "QUEUE_END_SHARE",
@@ -78,24 +79,19 @@ class Load:
         return bool(self.reasons)
 
 
-def _sim_setting(meta: Mapping[str, Any], key: str) -> Any:
-    spec = meta.get("spec")
-    try:
-        return spec["scenario"]["sim"][key]  # type: ignore[index]
-    except (KeyError, TypeError):
-        return None
-
-
 def load_check(
-    requests: pd.DataFrame, timeseries: pd.DataFrame | None, meta: Mapping[str, Any]
+    requests: pd.DataFrame, timeseries: pd.DataFrame | None, meta: RunMeta
 ) -> list[Load]:
     """One :class:`Load` per variant (sorted by name); empty without a time series that has
-    ``step`` and ``step_s`` (old runs). Mutates nothing."""
+    ``step`` and ``step_s`` (old runs) or a record without ``max_running`` (the batch
+    occupancy and the queue rule need it). ``meta``: the run's record (``max_running``,
+    ``chunked_prefill_size`` or else ``max_prefill_tokens``). Mutates nothing."""
     if timeseries is None or not {"step", "step_s", "running"} <= set(timeseries.columns):
         return []
-    max_running = _sim_setting(meta, "max_running")
-    max_running = int(max_running) if isinstance(max_running, int) else 64
-    chunk = _sim_setting(meta, "chunked_prefill_size") or _sim_setting(meta, "max_prefill_tokens")
+    if meta.max_running is None:
+        return []
+    max_running = int(meta.max_running)
+    chunk = meta.chunked_prefill_size or meta.max_prefill_tokens
     out = []
     for variant, steps in timeseries.groupby("variant", sort=True):
         reqs = requests[requests["variant"] == variant]

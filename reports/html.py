@@ -20,6 +20,7 @@ from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.markdown import format_cell
+from radixbench.reports.record import RunMeta
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
 __all__ = ["answer_html", "frame_html", "write_report_html"]
@@ -80,7 +81,7 @@ def answer_html(answer: Answer | None) -> str:
     return "".join(out)
 
 
-def _hit_rate_html(variants: pd.DataFrame | None, meta: Mapping[str, Any]) -> str:
+def _hit_rate_html(variants: pd.DataFrame | None, meta: RunMeta) -> str:
     """The achieved prefix hit rate with its ceiling and Belady bound (first screen)."""
     if variants is None or not len(variants) or "prefix_hit_rate" not in variants:
         return ""
@@ -131,7 +132,7 @@ def _img(name: str, path: Path) -> str:
 def write_report_html(
     run_dir: Path | str,
     *,
-    meta: Mapping[str, Any],
+    meta: RunMeta,
     equivalence: Mapping[str, Any],
     frames: Mapping[str, pd.DataFrame | None],
     plots: Mapping[str, Path],
@@ -146,7 +147,7 @@ def write_report_html(
     and embedded (``OSError`` if one is missing).
     """
     run_dir = Path(run_dir)
-    title = html.escape(str(meta.get("scenario", "run")))
+    title = html.escape(str(meta.scenario))
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>radixbench report: {title}"
         f"</title><style>{_CSS}</style></head><body>",

@@ -1,32 +1,36 @@
 """The Implementations section of the reports: which cache code each variant ran.
 
-``meta["implementations"]`` (written by ``radixbench.harness.impl.implementations``; absent in
-older runs) lists one entry per implementation: ``impl`` (label), ``spec``, ``version``,
-``origin``, ``class``, ``files`` (sha256 by path), ``files_sha256`` (one digest over them).
-Shared by ``report.md`` and ``report.html``.
+``RunMeta.implementations`` (written by the harness; empty in older runs) lists one entry per
+implementation: ``impl`` (label), ``spec``, ``version``, ``origin``, ``class``, ``tree_core``
+and why (when the implementation has one), ``files`` (sha256 by path), ``files_sha256`` (one
+digest over them), ``reference`` (the radixbench algorithms its own code runs). Shared by
+``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
+
+from radixbench.reports.record import RunMeta
 
 __all__ = ["IMPL_COLUMNS", "IMPL_FILE_COLUMNS", "implementation_frames"]
 
 #: Columns of the implementations table (one row per implementation).
-IMPL_COLUMNS = ["impl", "spec", "version", "origin", "class", "files", "files_sha256"]
+IMPL_COLUMNS = [
+    "impl", "spec", "version", "origin", "class", "tree_core", "files", "files_sha256",
+]  # fmt: skip
 #: Columns of the files table (one row per file an implementation loaded).
 IMPL_FILE_COLUMNS = ["impl", "file", "sha256"]
 
 
-def implementation_frames(meta: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """``(implementations, files)`` tables from ``meta["implementations"]``, or ``None`` when
-    the run recorded none. ``files`` in the first is the number of files; missing fields show
-    as ``None``."""
-    entries = meta.get("implementations")
-    if not isinstance(entries, list) or not entries:
+def implementation_frames(meta: RunMeta) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """``(implementations, files)`` tables from ``meta.implementations``, or ``None`` when
+    the run recorded none. ``files`` in the first is the number of files; ``tree_core`` the
+    core and why it was chosen; missing fields show as ``None``."""
+    entries = meta.implementations
+    if not entries:
         return None
     rows, files = [], []
     for e in entries:
@@ -34,9 +38,12 @@ def implementation_frames(meta: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.Dat
             continue
         digests = e.get("files")
         digests = digests if isinstance(digests, Mapping) else {}
+        core = e.get("tree_core")
+        why = e.get("tree_core_reason")
         rows.append(
             {
                 **{c: e.get(c) for c in IMPL_COLUMNS if c != "files"},
+                "tree_core": f"{core} ({why})" if core and why else core,
                 "files": len(digests),
             }
         )

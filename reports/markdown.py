@@ -22,6 +22,7 @@ import pandas as pd
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
+from radixbench.reports.record import RunMeta
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
 __all__ = ["answer_block", "format_cell", "pipe_table", "write_report_md"]
@@ -67,12 +68,12 @@ def _rel(path: Path | str, run_dir: Path) -> str:
     return Path(os.path.relpath(Path(path), run_dir)).as_posix()
 
 
-def _meta_block(meta: Mapping[str, Any]) -> list[str]:
+def _meta_block(meta: RunMeta) -> list[str]:
     """Bullet list of the run metadata (:func:`~radixbench.reports.runmeta.run_rows`)."""
     return [f"- **{label}**: {text}" for label, text in run_rows(meta)]
 
 
-def _environment_block(meta: Mapping[str, Any]) -> list[str]:
+def _environment_block(meta: RunMeta) -> list[str]:
     """``## Environment`` section (:func:`~radixbench.reports.runmeta.environment_rows`)."""
     return [
         "## Environment",
@@ -81,7 +82,7 @@ def _environment_block(meta: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _implementations_block(meta: Mapping[str, Any]) -> list[str]:
+def _implementations_block(meta: RunMeta) -> list[str]:
     """``## Implementations`` section (:mod:`~radixbench.reports.impls`): what each cache
     implementation ran, the sha256 of every file it loaded in a collapsed table; nothing for
     runs that recorded none."""
@@ -185,7 +186,7 @@ def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
 def write_report_md(
     run_dir: Path | str,
     *,
-    meta: Mapping[str, Any],
+    meta: RunMeta,
     op_summary: pd.DataFrame,
     variant_summary: pd.DataFrame,
     speedups: pd.DataFrame,
@@ -211,7 +212,7 @@ def write_report_md(
     headline line per compared axis, the serving effect.
     """
     run_dir = Path(run_dir)
-    title = meta.get("scenario", "run")
+    title = meta.scenario
     lines = [f"# radixbench report: {title}", ""]
     if not equivalence.get("ok"):
         lines += [

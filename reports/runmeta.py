@@ -1,8 +1,7 @@
-"""Run metadata shown by the reports: run fields, environment block, config hash, hit-rate
-ceiling and clock mode, as ``(label, text)`` rows shared by ``report.md`` and ``report.html``.
-
-``meta`` is the dict the harness writes to ``config.json``; every key is optional (old runs
-lack the newer ones) and a missing value shows as ``n/a``.
+"""Run metadata shown by the reports: run fields, environment block, config hash and hit-rate
+ceiling, as ``(label, text)`` rows shared by ``report.md`` and ``report.html``, from the typed
+run record (:class:`radixbench.reports.record.RunMeta`). A field the run did not record shows
+as ``n/a``.
 """
 
 from __future__ import annotations
@@ -12,35 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = [
-    "HIDDEN_META_KEYS",
-    "clock_mode",
-    "config_hash",
-    "environment_rows",
-    "hit_rate_text",
-    "run_rows",
-]
+from radixbench.reports.record import RunMeta
 
-#: Meta keys rendered by dedicated blocks (or too large to list) rather than as extra rows.
-HIDDEN_META_KEYS = frozenset(
-    {
-        "spec",
-        "environment",
-        "sim_end_s",
-        "hit_rate_ceiling",
-        "hit_rate_belady",
-        "clock",
-        "clock_mode",
-        "implementations",
-    }
-)
-
-_RUN_FIELDS: tuple[tuple[str, str], ...] = (
-    ("scenario", "scenario"),
-    ("requests", "requests"),
-    ("seed", "seed"),
-    ("device", "device"),
-)
+__all__ = ["config_hash", "environment_rows", "hit_rate_text", "run_rows"]
 
 _ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("cpu", "CPU model"),
@@ -52,6 +25,11 @@ _ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("platform", "platform"),
 )
 
+_CLOCK_NOTES = {
+    "isolated": "measured CPU time is not added to simulated time",
+    "coupled": "measured CPU time advances simulated time",
+}
+
 
 def config_hash(spec: Any) -> str | None:
     """First 16 hex digits of sha256 over the canonical JSON of ``spec`` (keys sorted, no
@@ -62,59 +40,82 @@ def config_hash(spec: Any) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def clock_mode(meta: Mapping[str, Any]) -> str:
-    """``meta["clock"]`` (or the older ``clock_mode``); ``isolated`` when neither is set."""
-    value = meta.get("clock", meta.get("clock_mode"))
-    return "isolated" if value is None else str(value)
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
 
 
 def _show(value: Any) -> str:
-    return "n/a" if value is None else str(value)
+    if value is None:
+        return "n/a"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return "; ".join(map(_show, value)) or "none"
+    return str(value)
 
 
-def run_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Run fields (scenario, requests, seed, device, clock mode, wall time, config hash), then
-    any extra meta keys not in :data:`HIDDEN_META_KEYS`."""
-    rows = [(label, _show(meta.get(key))) for key, label in _RUN_FIELDS]
-    clock = clock_mode(meta)
-    note = {
-        "isolated": "measured CPU time is not added to simulated time",
-        "coupled": "measured CPU time advances simulated time",
-    }.get(clock)
-    rows.append(("clock mode", f"{clock} ({note})" if note else clock))
-    wall = meta.get("wall_s")
-    rows.append(("wall time", f"{float(wall):.1f} s" if isinstance(wall, (int, float)) else "n/a"))
-    rows.append(("config hash", _show(config_hash(meta.get("spec")))))
-    known = {k for k, _ in _RUN_FIELDS} | HIDDEN_META_KEYS | {"wall_s"}
-    rows.extend((str(k), _show(v)) for k, v in meta.items() if k not in known)
+def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
+    """Run fields (scenario, requests, seed, device, clock mode, wall time, config hash, the
+    scheduler and cache settings, events), then the record's ``extra`` keys; empty lists
+    (no skipped lines) are left out."""
+    clock = meta.clock
+    note = _CLOCK_NOTES.get(clock)
+    wall = meta.wall_s
+    rows = [
+        ("scenario", _show(meta.scenario)),
+        ("requests", _count(meta.requests)),
+        ("seed", _show(meta.seed)),
+        ("device", _show(meta.device)),
+        ("clock mode", f"{clock} ({note})" if note else clock),
+        ("wall time", f"{float(wall):.1f} s" if isinstance(wall, (int, float)) else "n/a"),
+        ("config hash", _show(config_hash(meta.spec))),
+    ]
+    settings = (
+        ("KV pool", meta.kv_capacity_tokens, " tokens"),
+        ("page size", meta.page_size, " tokens"),
+        ("max running requests", meta.max_running, ""),
+    )
+    rows += [(label, f"{_count(v)}{unit}") for label, v, unit in settings if v is not None]
+    named = (("scheduling policy", meta.sched_policy), ("cost model", meta.cost_model))
+    rows += [(label, str(v)) for label, v in named if v is not None]
+    if meta.baseline:
+        rows.append(("baseline", _show(meta.baseline)))
+    rows.append(("skipped malformed trace lines", _count(meta.skipped_lines)))
+    if meta.skipped_line_errors:
+        rows.append(("first skipped lines", _show(meta.skipped_line_errors)))
+    if meta.events:
+        events = ", ".join(f"{k}: {_count(v)}" for k, v in meta.events.items())
+        rows.append(("simulated events", events))
+    if meta.torch_threads is not None:
+        rows.append(("torch threads", _show(meta.torch_threads)))
+    rows.extend((str(k), _show(v)) for k, v in meta.extra.items())
     return rows
 
 
-def environment_rows(meta: Mapping[str, Any]) -> list[tuple[str, str]]:
+def environment_rows(meta: RunMeta) -> list[tuple[str, str]]:
     """CPU model, cores, Python, torch, CUDA device, git commit, platform from
-    ``meta["environment"]`` (``n/a`` each when absent; CUDA device ``none`` when recorded as
+    ``meta.environment`` (``n/a`` each when absent; CUDA device ``none`` when recorded as
     None), plus the seed and config hash."""
-    env = meta.get("environment")
-    env = env if isinstance(env, Mapping) else {}
+    env = meta.environment
     rows = []
     for key, label in _ENV_FIELDS:
         value = env.get(key)
         if key == "cuda_device" and key in env and value is None:
             value = "none"
         rows.append((label, _show(value)))
-    rows.append(("seed", _show(meta.get("seed"))))
-    rows.append(("config hash", _show(config_hash(meta.get("spec")))))
+    rows.append(("seed", _show(meta.seed)))
+    rows.append(("config hash", _show(config_hash(meta.spec))))
     return rows
 
 
-def hit_rate_text(achieved: float | None, meta: Mapping[str, Any]) -> str | None:
-    """The text ``achieved X % vs ceiling Y % (...)`` when ``meta["hit_rate_ceiling"]`` is set
+def hit_rate_text(achieved: float | None, meta: RunMeta) -> str | None:
+    """The text ``achieved X % vs ceiling Y % (...)`` when ``meta.hit_rate_ceiling`` is set
     (fractions in [0, 1]); None otherwise. ``achieved`` is a fraction or None (over finished
     requests); when the ceiling records ``requests`` / ``rejected`` (counts of the requests it
     covers / left out), the text states that both cover the same finished requests and how
-    many were rejected. With ``meta["hit_rate_belady"]`` (``sim.belady.belady_bound``) it adds
+    many were rejected. With ``meta.hit_rate_belady`` (``sim.belady.belady_bound``) it adds
     Belady's bound at the run's KV capacity."""
-    ceiling = meta.get("hit_rate_ceiling")
+    ceiling = meta.hit_rate_ceiling
     if not isinstance(ceiling, Mapping):
         return None
 
@@ -130,7 +131,7 @@ def hit_rate_text(achieved: float | None, meta: Mapping[str, Any]) -> str | None
         text += f"; both over the {n:,} finished requests"
         if isinstance(rejected, int) and rejected:
             text += f" ({rejected:,} rejected, left out of both: never served)"
-    belady = meta.get("hit_rate_belady")
+    belady = meta.hit_rate_belady
     if isinstance(belady, Mapping):
         cap = belady.get("kv_capacity_tokens")
         at = f" at {cap:,} KV tokens" if isinstance(cap, int) else ""

@@ -163,7 +163,7 @@ def test_page_size_reaches_the_run_and_its_report(tmp_path: Path, capsys) -> Non
     assert code == 0, capsys.readouterr()
     (run,) = list(out.iterdir())
     assert json.loads((run / "config.json").read_text())["page_size"] == 16
-    assert "**page_size**: 16" in (run / "report.md").read_text()
+    assert "**page size**: 16 tokens" in (run / "report.md").read_text()
     req = pd.read_parquet(run / "requests.parquet")
     hits = req.loc[req["status"] == "finished", "prefix_hit_tokens"]
     assert (hits % 16 == 0).all()

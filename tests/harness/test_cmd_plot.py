@@ -42,6 +42,43 @@ def test_plot_rerenders_everything(run_dir, tmp_path, capsys) -> None:
     assert (run / "report.html").stat().st_size > 10_000
 
 
+def test_plot_restores_the_runs_baseline(tmp_path) -> None:
+    """A ``--baseline persistent-heap`` run re-renders against persistent-heap, not against
+    the first evictor listed (the record keeps the baseline)."""
+    out = tmp_path / "runs"
+    argv = ["compare", "eviction-pressure", "--requests", "1800", "--baseline", "persistent-heap",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    (run,) = out.iterdir()
+    verdicts = read_table(run, "verdicts")
+    evict = verdicts[verdicts["axis"] == "evictor"]
+    assert len(evict) and set(evict["baseline"]) == {"persistent-heap/galloping/numpy"}
+    (run / "verdicts.parquet").unlink()
+    assert main(["plot", str(run), "--no-progress"]) == 0
+    pd.testing.assert_frame_equal(read_table(run, "verdicts"), verdicts)
+
+
+def test_plot_of_a_version_1_run_takes_the_axes_from_its_config(run_dir, tmp_path) -> None:
+    """A run written before variants had axis columns (schema 1) re-renders from its
+    config.json's variant records."""
+    import json
+
+    run = tmp_path / "v1"
+    shutil.copytree(run_dir, run)
+    for stem in ("requests", "ops", "timeseries", "metrics"):
+        df = read_table(run, stem)
+        df.drop(columns=["impl", "evictor", "matcher", "flatten"]).to_parquet(
+            run / f"{stem}.parquet"
+        )
+    doc = json.loads((run / "config.json").read_text())
+    for key in ("schema", "variants", "command", "max_running", "baseline"):
+        doc.pop(key, None)
+    (run / "config.json").write_text(json.dumps(doc))
+    assert main(["plot", str(run), "--resamples", "20", "--no-progress"]) == 0
+    assert set(read_table(run, "summary_ops")["evictor"]) == {"heapify", "persistent-heap"}
+    assert "Load: served" in (run / "report.md").read_text()  # max_running from spec
+
+
 def test_plot_old_run_without_config(run_dir, tmp_path) -> None:
     run = tmp_path / "old"
     shutil.copytree(run_dir, run)

@@ -88,6 +88,7 @@ def test_compare_meta_and_report_text_carry_the_belady_bound() -> None:
     """``compare`` stores Belady's bound over the finished requests at the run's capacity
     (harness/compare.py ``served_belady``) and the report's hit-rate line states it."""
     from radixbench.harness.compare import served_belady
+    from radixbench.reports.record import RunMeta
     from radixbench.reports.runmeta import hit_rate_text
     from radixbench.sim.config import SimConfig
     from radixbench.workloads.tokens import HashBlocks
@@ -99,6 +100,6 @@ def test_compare_meta_and_report_text_carry_the_belady_bound() -> None:
     )
     bound = served_belady(trace, requests, SimConfig(kv_capacity_tokens=64))
     assert bound == {"all": 7 / 16, "last_half": 7 / 8, "kv_capacity_tokens": 64, "page_size": 1}
-    meta = {"hit_rate_ceiling": {"all": 7 / 16, "requests": 2}, "hit_rate_belady": bound}
+    meta = RunMeta(hit_rate_ceiling={"all": 7 / 16, "requests": 2}, hit_rate_belady=bound)
     text = hit_rate_text(0.25, meta)
     assert text is not None and "Belady bound at 64 KV tokens 43.8 %" in text

@@ -184,16 +184,18 @@ def equivalence_bad() -> dict:
 
 
 @pytest.fixture
-def meta() -> dict:
-    """Run metadata as the harness passes it."""
-    return {
-        "scenario": "synthetic-smoke",
-        "requests": N_REQUESTS,
-        "seed": 1234,
-        "device": "cpu",
-        "clock_mode": "isolated",
-        "wall_s": 12.34,
-    }
+def meta():
+    """The run record as the harness passes it (``radixbench.reports.record.RunMeta``)."""
+    from radixbench.reports.record import RunMeta
+
+    return RunMeta(
+        scenario="synthetic-smoke",
+        requests=N_REQUESTS,
+        seed=1234,
+        device="cpu",
+        clock="isolated",
+        wall_s=12.34,
+    )
 
 
 @pytest.fixture
@@ -272,7 +274,13 @@ def rendered_run(tmp_path_factory) -> tuple[dict, pd.DataFrame]:
     bootstrap resamples), shared by a test module: ``(result, metrics frame)``."""
     from radixbench.reports import write_report
 
-    meta = {"scenario": "synthetic-smoke", "requests": N_REQUESTS, "seed": 1234, "wall_s": 1.0}
+    meta = {
+        "scenario": "synthetic-smoke",
+        "requests": N_REQUESTS,
+        "seed": 1234,
+        "wall_s": 1.0,
+        "max_running": 64,
+    }
     eq = {"ok": True, "n_requests": N_REQUESTS, "variants": list(VARIANTS), "first_diff": None}
     metrics = make_metrics()
     result = write_report(

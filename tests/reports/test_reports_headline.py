@@ -10,10 +10,11 @@ import pytest
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import axis_checks, load_check, load_lines
 from radixbench.reports.headline import ISOLATED_NOTE, answer, withhold
+from radixbench.reports.record import RunMeta
 from radixbench.reports.verdicts import verdict_table
 
 BASELINE = {"evictor": "heapify", "matcher": "linear", "flatten": "chain"}
-META = {"spec": {"scenario": {"sim": {"max_running": 8, "chunked_prefill_size": 1000}}}}
+META = RunMeta(max_running=8, chunked_prefill_size=1000)
 
 
 def _run(n: int, gap_s: float, ttft_s: float, queue: np.ndarray, rejected: int = 0):

@@ -10,6 +10,7 @@ import pytest
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.markdown import format_cell, pipe_table, write_report_md
+from radixbench.reports.record import RunMeta
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 
 BASELINE = {"evictor": "heapify", "matcher": "linear"}
@@ -85,10 +86,11 @@ def test_failed_equivalence_without_diff(tmp_path, requests_df, ops_df, meta) ->
 
 
 def test_missing_meta_defaults(tmp_path, requests_df, ops_df, equivalence_ok) -> None:
-    text = _write(tmp_path, requests_df, ops_df, {"scenario": "s", "extra": "x"}, equivalence_ok)
+    meta = RunMeta.from_json({"scenario": "s", "note": "x"})  # an unknown key: an extra row
+    text = _write(tmp_path, requests_df, ops_df, meta, equivalence_ok)
     assert "- **clock mode**: isolated" in text
     assert "- **seed**: n/a" in text
-    assert "- **extra**: x" in text
+    assert "- **note**: x" in text
 
 
 def test_failed_write_keeps_old_report(

@@ -229,12 +229,13 @@ def test_speedups_empty_summary(ops_df: pd.DataFrame) -> None:
 
 
 def test_hit_rate_text_covers_the_same_finished_requests() -> None:
+    from radixbench.reports.record import RunMeta
     from radixbench.reports.runmeta import hit_rate_text
 
-    meta = {"hit_rate_ceiling": {"all": 0.3, "last_half": 0.35, "requests": 99, "rejected": 1}}
+    meta = RunMeta(hit_rate_ceiling={"all": 0.3, "last_half": 0.35, "requests": 99, "rejected": 1})
     text = hit_rate_text(0.283, meta)
     assert text is not None and text.startswith("achieved 28.3 % vs ceiling 30.0 %")
     assert "both over the 99 finished requests (1 rejected, left out of both" in text
-    none_rejected = {"hit_rate_ceiling": {"all": 0.3, "requests": 5, "rejected": 0}}
+    none_rejected = RunMeta(hit_rate_ceiling={"all": 0.3, "requests": 5, "rejected": 0})
     assert "rejected" not in str(hit_rate_text(0.2, none_rejected))
-    assert "finished" not in str(hit_rate_text(0.2, {"hit_rate_ceiling": {"all": 0.3}}))
+    assert "finished" not in str(hit_rate_text(0.2, RunMeta(hit_rate_ceiling={"all": 0.3})))

@@ -88,14 +88,12 @@ def test_write_report_end_to_end(tmp_path, requests_df, ops_df, meta, equivalenc
 def test_new_tables_and_meta_are_rendered(
     tmp_path, requests_df, ops_df, meta, equivalence_ok, timeseries_df, metrics_df
 ) -> None:
-    meta = {
-        **meta,
-        "clock": "coupled",
-        "hit_rate_ceiling": {"all": 0.5, "last_half": 0.625},
-        "spec": {"max_requests": 10, "trace": None},
-        "environment": {"cpu": "Test CPU", "cores": 2, "cuda_device": None, "git_commit": "abc"},
-    }
-    meta.pop("clock_mode")
+    meta = meta.replace(
+        clock="coupled",
+        hit_rate_ceiling={"all": 0.5, "last_half": 0.625},
+        spec={"max_requests": 10, "trace": None},
+        environment={"cpu": "Test CPU", "cores": 2, "cuda_device": None, "git_commit": "abc"},
+    )
     result = write_report(
         tmp_path,
         requests_df,
