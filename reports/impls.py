@@ -1,7 +1,7 @@
 """The Implementations section of the reports: which cache code each variant ran.
 
-``meta["implementations"]`` (written by ``radixbench.harness.impl.implementations``; absent in
-older runs) lists one entry per implementation: ``impl`` (label), ``spec``, ``version``,
+``meta["implementations"]`` (written by ``radixbench.harness.config.impl.implementations``;
+absent in older runs) lists one entry per implementation: ``impl`` (label), ``spec``, ``version``,
 ``origin``, ``class``, ``files`` (sha256 by path), ``files_sha256`` (one digest over them).
 Shared by ``report.md`` and ``report.html``.
 """

@@ -1,0 +1,306 @@
+"""Benchmark of the KV allocators: radixbench's against sglang's own, in one process.
+
+``radixbench bench alloc`` (and a section of ``bench cache``) times ``alloc`` and ``free`` of
+radixbench's ``TokenToKVPoolAllocator`` / ``PagedTokenToKVPoolAllocator`` (debug checks off, as
+the simulator runs them) and of sglang's classes of the same names, loaded at run time from the
+installed package (``load_sglang_allocators``; no SGLang code is copied). Not a timed test: it
+prints figures.
+
+Method. A case is (allocator, slots per call ``n``, free-list state). Each side gets its own
+pool of ``pool`` slots; with state ``short`` all but the ``calls * n`` slots the rounds take are
+allocated first (untimed), so the free list is short (sglang's best case: its ``free``
+concatenates onto the whole free list); with ``long`` the whole pool is free. A round times
+``calls`` consecutive ``alloc(n)`` (one sample), then ``calls`` ``free`` of the results in the
+same order (one sample); sides alternate within each round (the first side alternates between
+rounds) so background load hits both alike. Nothing is reset between rounds, so radixbench's
+deferred work (merging the freed tensors into the free list when it runs short) is paid inside
+the timed ``alloc`` calls. Figures are µs per call: the mean over all rounds (deferred merges
+included), after one untimed warm-up round. The cyclic garbage collector is collected once
+before a case and off during it (no collection returns memory to the OS between timed calls).
+The token allocators must hand out the same slots in the same order (checked every round);
+paged, sglang 0.5.23 puts freed pages at the front of its free list, radixbench at the back.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from time import perf_counter_ns
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import torch
+
+from radixbench.cache.allocator import TokenToKVPoolAllocator
+from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
+
+Row = dict[str, object]
+
+#: The sglang source files executed (package-relative), in order.
+SGLANG_FILES = (
+    "srt/mem_cache/allocator/base.py",
+    "srt/mem_cache/allocator/token.py",
+    "srt/mem_cache/allocator/paged.py",
+)
+
+
+class SGLangAllocatorsUnavailable(RuntimeError):
+    """sglang's allocators cannot be loaded; the message says why (one line)."""
+
+
+@dataclass(frozen=True)
+class SGLangAllocators:
+    """sglang's ``TokenToKVPoolAllocator`` and ``PagedTokenToKVPoolAllocator`` classes."""
+
+    version: str
+    origin: str
+    token: type
+    paged: type
+
+
+def _fail(*_: Any, **__: Any) -> Any:
+    raise RuntimeError("radixbench.bench.alloc stubs this out (not on alloc/free)")
+
+
+def _shims() -> dict[str, ModuleType]:
+    """Modules ``paged.py`` imports at module level for its GPU paths, which ``alloc`` /
+    ``free`` never call (the torch fallbacks need none): triton kernels, the platform and
+    ``sglang.srt.utils`` (its ``__init__`` pulls in sglang's serving dependencies).
+    ``get_bool_env_var`` keeps sglang's meaning (reads ``SGLANG_DEBUG_MEMORY_POOL``)."""
+    kernels = ModuleType("sglang.kernels.ops.memory.allocator")
+    kernels.alloc_decode_kernel = kernels.alloc_extend_kernel = _fail  # type: ignore[attr-defined]
+    platforms = ModuleType("sglang.srt.platforms")
+    caps = SimpleNamespace(supports_triton=False)
+    platforms.current_platform = SimpleNamespace(capabilities=caps)  # type: ignore[attr-defined]
+    utils = ModuleType("sglang.srt.utils")
+    utils.get_bool_env_var = lambda name, default="false": (  # type: ignore[attr-defined]
+        os.getenv(name, default).lower() in ("true", "1")
+    )
+    utils.is_hip = lambda: False  # type: ignore[attr-defined]
+    utils.get_num_new_pages = utils.next_power_of_2 = _fail  # type: ignore[attr-defined]
+    return {m.__name__: m for m in (kernels, platforms, utils)}
+
+
+@contextmanager
+def _sglang_modules_set_aside() -> Iterator[None]:
+    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "sglang"}
+    try:
+        yield
+    finally:
+        for k in [k for k in sys.modules if k.split(".")[0] == "sglang"]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+
+
+def load_sglang_allocators() -> SGLangAllocators:
+    """Execute sglang's allocator modules (``SGLANG_FILES``) from the installed package, with
+    shims for the GPU-only imports of ``paged.py`` (see ``_shims``) and no package
+    ``__init__``; ``sys.modules`` is left as it was. Raises ``SGLangAllocatorsUnavailable``
+    (one-line reason) when sglang is not installed or its files do not load."""
+    try:
+        found = importlib.util.find_spec("sglang")
+    except (ImportError, ValueError) as e:
+        raise SGLangAllocatorsUnavailable(f"cannot find sglang: {e}") from None
+    if found is None or not found.submodule_search_locations:
+        raise SGLangAllocatorsUnavailable(
+            "sglang is not installed (pip install --no-deps 'sglang==0.5.23')"
+        )
+    pkg = Path(next(iter(found.submodule_search_locations)))
+    try:
+        version = importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown version"
+    mods: dict[str, ModuleType] = {}
+    dont_write = sys.dont_write_bytecode
+    with _sglang_modules_set_aside():
+        sys.modules.update(_shims())
+        sys.dont_write_bytecode = True
+        try:
+            for rel in SGLANG_FILES:
+                name = "sglang." + rel[: -len(".py")].replace("/", ".")
+                spec = importlib.util.spec_from_file_location(name, pkg / rel)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"no loader for {pkg / rel}")
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules[name] = mod
+                spec.loader.exec_module(mod)
+                mods[rel] = mod
+        except Exception as e:
+            msg = " ".join(str(e).split())
+            raise SGLangAllocatorsUnavailable(
+                f"sglang {version} at {pkg}: cannot load its allocators: {type(e).__name__}: {msg}"
+            ) from None
+        finally:
+            sys.dont_write_bytecode = dont_write
+    token = mods[SGLANG_FILES[1]].TokenToKVPoolAllocator
+    paged = mods[SGLANG_FILES[2]].PagedTokenToKVPoolAllocator
+    return SGLangAllocators(version, str(pkg), token, paged)
+
+
+@dataclass(frozen=True)
+class AllocBenchSpec:
+    """``calls`` per sample, ``rounds`` samples per case, ``pool`` slots (raised to fit one
+    round), ``page_size`` of the paged cases, ``sizes``: tokens per call (token allocator) and
+    pages per call (paged)."""
+
+    calls: int = 200
+    rounds: int = 40
+    pool: int = 65_536
+    page_size: int = 16
+    sizes: tuple[int, ...] = (1, 16)
+
+    def __post_init__(self) -> None:
+        if min(self.calls, self.rounds, self.pool, self.page_size, *self.sizes) < 1:
+            raise ValueError("bench alloc: calls, rounds, pool, page_size and sizes must be >= 1")
+
+    @classmethod
+    def quick(cls) -> AllocBenchSpec:
+        return cls(calls=20, rounds=4, pool=4_096)
+
+
+def _make(side: str, paged: bool, pool: int, ps: int, sgl: SGLangAllocators | None) -> Any:
+    if side == "radixbench":
+        if paged:
+            return PagedTokenToKVPoolAllocator(pool, ps, "cpu", debug=False)
+        return TokenToKVPoolAllocator(pool, "cpu", debug=False)
+    assert sgl is not None
+    if paged:  # (size, page_size, dtype, device, kvcache, need_sort)
+        return sgl.paged(pool, ps, torch.float16, "cpu", None, False)
+    return sgl.token(pool, torch.float16, "cpu", None, False)  # (size, dtype, device, ...)
+
+
+def _case(
+    spec: AllocBenchSpec, paged: bool, n: int, state: str, sgl: SGLangAllocators | None
+) -> list[Row]:
+    """Rows of one case (see the module docstring), one per side."""
+    ps = spec.page_size if paged else 1
+    tokens = n * ps
+    take = spec.calls * tokens
+    pool = max(spec.pool // ps * ps, take + ps)
+    sides = ["radixbench"] + (["sglang"] if sgl is not None else [])
+    allocs = {s: _make(s, paged, pool, ps, sgl) for s in sides}
+    held = {s: a.alloc(pool - take) if state == "short" else None for s, a in allocs.items()}
+    ns: dict[str, dict[str, int]] = {s: {"alloc": 0, "free": 0} for s in sides}
+
+    def one_round(side: str, record: bool) -> list[torch.Tensor]:
+        alloc = allocs[side].alloc
+        free = allocs[side].free
+        t0 = perf_counter_ns()
+        outs = [alloc(tokens) for _ in range(spec.calls)]
+        t1 = perf_counter_ns()
+        for o in outs:
+            free(o)
+        t2 = perf_counter_ns()
+        if record:
+            ns[side]["alloc"] += t1 - t0
+            ns[side]["free"] += t2 - t1
+        if any(o is None for o in outs):
+            raise RuntimeError(f"bench alloc: {side} ran out of slots ({state} free list)")
+        return outs
+
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(spec.rounds + 1):  # round 0: warm-up, untimed
+            order = sides if r % 2 == 0 else sides[::-1]
+            outs = {s: one_round(s, r > 0) for s in order}
+            if not paged and len(sides) == 2:
+                a, b = (torch.cat(outs[s]) for s in sides)
+                if not torch.equal(a, b):
+                    raise RuntimeError("bench alloc: the token allocators handed out other slots")
+    finally:
+        if enabled:
+            gc.enable()
+    del held
+    calls = spec.calls * spec.rounds
+    label = f"{n} page{'s' if n > 1 else ''} of {ps}" if paged else f"{n} slot{'s' * (n > 1)}"
+    rows: list[Row] = []
+    for op in ("alloc", "free"):
+        row: Row = {
+            "allocator": "paged" if paged else "token",
+            "op": op,
+            "per_call": label,
+            "tokens": tokens,
+            "free_list": state,
+            "pool_tokens": pool,
+            "radixbench_us": ns["radixbench"][op] / calls / 1e3,
+            "sglang_us": None,
+            "sglang_over_radixbench": None,
+        }
+        if sgl is not None:
+            row["sglang_us"] = ns["sglang"][op] / calls / 1e3
+            row["sglang_over_radixbench"] = ns["sglang"][op] / max(ns["radixbench"][op], 1)
+        rows.append(row)
+    return rows
+
+
+def run_alloc_bench(
+    spec: AllocBenchSpec, sgl: SGLangAllocators | str | None = "load"
+) -> tuple[list[Row], str]:
+    """All cases; returns the rows and a one-line note on sglang (its version, or why it is not
+    timed). ``sgl``: ``"load"`` loads it (``load_sglang_allocators``), ``None`` skips it."""
+    note = "sglang not timed (not requested)"
+    if sgl == "load":
+        try:
+            sgl = load_sglang_allocators()
+        except SGLangAllocatorsUnavailable as e:
+            sgl, note = None, f"sglang not timed: {e}"
+    if isinstance(sgl, SGLangAllocators):
+        note = f"sglang {sgl.version} from {sgl.origin} (its own allocator classes)"
+    assert sgl is None or isinstance(sgl, SGLangAllocators)
+    rows: list[Row] = []
+    with torch.inference_mode():
+        for paged in (False, True):
+            for n in spec.sizes:
+                for state in ("short", "long"):
+                    rows += _case(spec, paged, n, state, sgl)
+    return rows, note
+
+
+def _fmt(v: object, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def alloc_report(rows: list[Row], note: str, spec: AllocBenchSpec) -> str:
+    """Markdown section: method, the sglang note, one table row per case and op."""
+    lines = ["## KV allocators: radixbench vs sglang, alloc and free (µs per call)", ""]
+    lines += [
+        f"Method: {spec.rounds} rounds of {spec.calls} `alloc(n)` then {spec.calls} `free` of "
+        "the results per case, radixbench and sglang interleaved in one process (alternating "
+        "first), CPU tensors, radixbench's debug checks off (as in the simulator); mean µs "
+        "per call over all rounds after one warm-up round, so radixbench's deferred merge of "
+        "freed slots is counted in its `alloc`. Free list `short`: all but the slots one "
+        "round takes are held (sglang's best case: its `free` concatenates onto the whole "
+        "free list); `long`: the whole pool is free. Garbage collector: collected once before "
+        "each case, off during it. See `bench/alloc.py`.",
+        "",
+        f"SGLang: {note}.",
+        "",
+    ]
+    head = ["allocator", "op", "per call", "free list", "pool tokens", "radixbench µs"]
+    head += ["sglang µs", "sglang / radixbench"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [str(r["allocator"]), f"`{r['op']}`", str(r["per_call"]), str(r["free_list"])]
+        cells += [f"{r['pool_tokens']:,}", _fmt(r["radixbench_us"], ".2f")]
+        cells += [_fmt(r["sglang_us"], ".2f"), _fmt(r["sglang_over_radixbench"], ".2f") + "x"]
+        if r["sglang_over_radixbench"] is None:
+            cells[-1] = "n/a"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bench_alloc_section(
+    spec: AllocBenchSpec, sgl: SGLangAllocators | str | None = "load"
+) -> tuple[list[Row], str]:
+    """Run the benchmark and render its Markdown section: ``(rows, markdown)``."""
+    rows, note = run_alloc_bench(spec, sgl)
+    return rows, alloc_report(rows, note, spec)
