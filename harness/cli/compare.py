@@ -1,7 +1,9 @@
 """``radixbench compare [SCENARIO]``: one scenario, several cache algorithm variants, one report.
 
 SCENARIO is a scenario TOML file or a bundled scenario name (``radixbench scenarios`` lists
-them; default ``mooncake-conversation``). Flags given explicitly override the scenario's values.
+them; default ``shared-prefix-serving``). Flags given explicitly override the scenario's values
+(:mod:`~radixbench.harness.cli.scenario_args`). Argument parsing and printing only: the run is
+:func:`radixbench.harness.experiments.compare.run_compare`.
 """
 
 from __future__ import annotations
@@ -9,45 +11,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from radixbench.cache.evictor import EVICTORS
-from radixbench.cache.matcher import MATCHERS
-from radixbench.cache.policy import POLICIES
-from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
-from radixbench.harness.config.impl import IMPL_HELP, impl_arg
-from radixbench.harness.config.scenario import DEFAULT_SCENARIO, load_scenario, parse_override
+from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
+from radixbench.harness.cli.util import UsageError
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.sim.config import CLOCKS, FLATTENERS_NAMES, Variant
-from radixbench.sim.cost import preset_names
-from radixbench.sim.sched_policy import SCHED_POLICIES
-from radixbench.workloads.trace import BAD_LINE_POLICIES
-
-# flag dest -> scenario key it overrides ("sim." = whichever of [cache]/[scheduler] has it)
-_OVERRIDES = {
-    "requests": "arrivals.max_requests",
-    "window": "arrivals.window_s",
-    "start": "arrivals.start_s",
-    "time_scale": "arrivals.time_scale",
-    "rate_scale": "arrivals.rate_scale",
-    "evictors": "variants.evictors",
-    "matchers": "variants.matchers",
-    "flatten": "variants.flatten",
-    "impls": "variants.impls",
-    "policy": "sim.policy",
-    "kv_capacity": "sim.kv_capacity_tokens",
-    "page_size": "sim.page_size",
-    "max_running": "sim.max_running",
-    "max_prefill_tokens": "sim.max_prefill_tokens",
-    "chunked_prefill_size": "sim.chunked_prefill_size",
-    "sched_policy": "sim.sched_policy",
-    "clock": "sim.clock",
-    "gpu_mem_gb": "sim.gpu_mem_gb",
-    "cost_model": "cost.model",
-    "seed": "seed",
-}
+from radixbench.sim.config import Variant
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,117 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_compare_arguments(c: argparse.ArgumentParser) -> None:
-    """Add every argument of ``compare`` (the scenario and its overrides) to ``c``; shared with
-    ``profile``. Read them back with :func:`spec_from_args`."""
-    c.add_argument(
-        "scenario",
-        nargs="?",
-        default=DEFAULT_SCENARIO,
-        help=f"scenario TOML file or bundled name (default {DEFAULT_SCENARIO})",
-    )
-    c.add_argument(
-        "--trace",
-        type=Path,
-        help="trace file replacing the scenario's workload, replayed at its own timestamps: "
-        "Mooncake JSONL, Azure 2023 CSV or the generic JSONL/CSV (format detected)",
-    )
-    sel = c.add_mutually_exclusive_group()
-    sel.add_argument("--requests", type=positive_int, help="first N requests")
-    sel.add_argument(
-        "--window",
-        type=positive_float,
-        metavar="SECONDS",
-        help="requests arriving in [--start, --start + SECONDS)",
-    )
-    c.add_argument(
-        "--start",
-        type=float,
-        metavar="SECONDS",
-        help="skip requests arriving before SECONDS after the first one (default 0)",
-    )
-    c.add_argument(
-        "--time-scale", type=positive_float, help="multiply arrival times (2 = half the rate)"
-    )
-    c.add_argument("--rate-scale", type=positive_float, help="multiply the request rate")
-    c.add_argument("--evictors", type=csv_list, help=f"comma list of {', '.join(EVICTORS)}")
-    c.add_argument("--matchers", type=csv_list, help=f"comma list of {', '.join(MATCHERS)}")
-    c.add_argument(
-        "--flatten", type=csv_list, help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}"
-    )
-    c.add_argument("--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=IMPL_HELP)
-    c.add_argument(
-        "--baseline",
-        metavar="[AXIS=]VALUE[,...]",
-        help="what each axis's verdicts compare against, e.g. heapify or evictor=heapify,"
-        "matcher=linear (default: the first evictor / matcher / flatten listed)",
-    )
-    c.add_argument(
-        "--policy",
-        choices=sorted(POLICIES),
-        help="radix cache eviction order (SGLang --radix-eviction-policy; default lru)",
-    )
-    c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
-    c.add_argument(
-        "--page-size",
-        type=positive_int,
-        metavar="TOKENS",
-        help="tokens per KV page, a power of two (SGLang --page-size; default 1)",
-    )
-    c.add_argument(
-        "--max-running",
-        type=positive_int,
-        metavar="N",
-        help="most requests running at once (SGLang --max-running-requests)",
-    )
-    c.add_argument(
-        "--max-prefill-tokens",
-        type=positive_int,
-        metavar="TOKENS",
-        help="token budget of one prefill batch (SGLang --max-prefill-tokens)",
-    )
-    c.add_argument(
-        "--seed", type=int, help="seed of every random draw (workload, arrivals); default 0"
-    )
-    c.add_argument(
-        "--on-bad-line",
-        choices=BAD_LINE_POLICIES,
-        help="malformed trace line: stop with file:line (error) or skip and count it",
-    )
-    c.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario key, e.g. --set workload.groups=4 (TOML value)",
-    )
-    c.add_argument(
-        "--chunked-prefill-size",
-        type=int,
-        metavar="TOKENS",
-        help="tokens per prefill chunk; -1 disables chunking",
-    )
-    c.add_argument(
-        "--sched-policy",
-        choices=list(SCHED_POLICIES),
-        help="waiting-queue order (SGLang --schedule-policy)",
-    )
-    c.add_argument(
-        "--clock",
-        choices=list(CLOCKS),
-        help="isolated: measured CPU time recorded only (identical schedules); coupled: added "
-        "to each step's simulated time",
-    )
-    c.add_argument(
-        "--cost-model",
-        metavar="NAME|PATH.toml",
-        help=f"step-time model: linear, a preset ({', '.join(preset_names())}) or a TOML file",
-    )
-    c.add_argument(
-        "--gpu-mem-gb",
-        type=positive_float,
-        metavar="GB",
-        help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
-    )
+    """Add every argument of ``compare`` to ``c``: the scenario arguments
+    (:func:`~radixbench.harness.cli.scenario_args.add_scenario_arguments`, with ``--baseline``),
+    ``--device``, ``--out`` and ``--no-progress``; shared with ``profile``. Read them back with
+    :func:`spec_from_args`."""
+    add_scenario_arguments(c, simulation=True, baseline=True)
     c.add_argument(
         "--device",
         default="auto",
@@ -179,42 +43,12 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    chunk = args.chunked_prefill_size
-    if chunk is not None and (chunk == 0 or chunk < -1):
-        raise UsageError(f"--chunked-prefill-size: positive or -1, got {chunk}")
-    if args.trace is not None and not args.trace.is_file():
-        raise UsageError(f"--trace: no such file: {args.trace}")
-    for dest, key in _OVERRIDES.items():
-        value = getattr(args, dest)
-        if value is not None:
-            out[key] = value
-    if chunk == -1:
-        out["sim.chunked_prefill_size"] = None  # no chunking
-    if args.window is not None:
-        out["arrivals.max_requests"] = None  # a window replaces the scenario's request count
-    for text in args.set:
-        try:
-            key, value = parse_override(text)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-        out[key] = value
-    return out
-
-
 def spec_from_args(args: argparse.Namespace) -> CompareSpec:
     """The :class:`CompareSpec` the arguments of :func:`add_compare_arguments` describe.
 
     Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
     """
-    trace = args.trace.resolve() if args.trace is not None else None
-    # errors in a value given on the command line name the option, not the scenario file
-    origins = {
-        k: f"--{d.replace('_', '-')}" for d, k in _OVERRIDES.items() if getattr(args, d) is not None
-    }
-    origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
-    scenario = load_scenario(args.scenario, _overrides(args), trace=trace, origins=origins)
+    scenario = scenario_from_args(args)
     return CompareSpec(
         scenario=scenario,
         on_bad_line=args.on_bad_line,

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from radixbench.harness.config.scenario import bundled_scenarios, load_scenario
-from radixbench.workloads.ceiling import hit_ceiling
-from radixbench.workloads.sources import load_workload
+from radixbench.harness.experiments.workload import scenario_ceiling
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,20 +17,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also load each workload and print its infinite-cache prefix-hit ceiling",
     )
-
-
-def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
-    """(requests, ``hit_ceiling``) of scenario ``ref`` as ``compare`` would load it."""
-    sc = load_scenario(ref)
-    reqs = load_workload(
-        sc.kind,
-        sc.workload,
-        sc.arrivals,
-        np.random.default_rng(sc.seed),
-        on_bad_line=sc.on_bad_line,
-        base_dir=sc.base_dir,
-    )
-    return len(reqs), hit_ceiling(reqs)
 
 
 def run(args: argparse.Namespace) -> int:

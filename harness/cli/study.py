@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from radixbench.harness.cli.scenario_args import add_set_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``study`` to the subcommands."""
@@ -32,20 +34,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder (default runs)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="use an existing Dask cluster")
     p.add_argument("--workers", type=int, help="LocalCluster worker processes (default: cores)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a scenario key at every point (TOML value), e.g. arrivals.rate=30",
+    add_set_argument(
+        p, help="override a scenario key at every point (TOML value), e.g. arrivals.rate=30"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the study, print its verdict lines and the paths; exit 0 (2 on bad input)."""
+    from radixbench.harness.cli.scenario_args import set_overrides
     from radixbench.harness.cli.util import UsageError
-    from radixbench.harness.config.scenario import parse_override
     from radixbench.harness.config.study import load_study
     from radixbench.harness.experiments.study import run_study
 
@@ -53,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--scheduler: expected tcp://host:port, got {args.scheduler!r}")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be > 0, got {args.workers}")
-    extra = dict(parse_override(s) for s in args.set)
+    extra = set_overrides(args.set)
     spec = load_study(args.study, quick=args.quick)
     if extra:  # validate the overrides on every point before starting the cluster
         from radixbench.harness.config.scenario import load_scenario

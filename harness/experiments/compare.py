@@ -1,6 +1,7 @@
 """``radixbench compare``: one scenario, several algorithm variants, one report.
 
 workloads (trace) -> sim (one run per variant, same schedule) -> equivalence check -> reports.
+:class:`CompareSpec` says what to run; :func:`run_compare` runs it into a new run folder.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
@@ -22,13 +22,16 @@ from radixbench.harness.config.impl import implementations
 from radixbench.harness.config.scenario import Scenario
 from radixbench.harness.experiments.equivalence import check_equivalence
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
+from radixbench.harness.experiments.workload import (
+    check_fits,
+    load_requests,
+    served_belady,
+    served_ceiling,
+)
 from radixbench.reports import write_report
-from radixbench.sim.belady import belady_bound
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
-from radixbench.workloads.ceiling import hit_ceiling
-from radixbench.workloads.sources import load_workload
-from radixbench.workloads.trace import TraceError, TraceRequest, check_bad_line_policy
+from radixbench.workloads.trace import check_bad_line_policy
 
 
 @dataclass(frozen=True)
@@ -73,85 +76,6 @@ class CompareOutcome:
     metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-@dataclass(frozen=True)
-class Workload:
-    """The requests to simulate (first arrival at 0 s), the malformed lines skipped while
-    loading them, and a one-line label of where they came from."""
-
-    requests: list[TraceRequest]
-    skipped: list[TraceError]
-    label: str
-
-
-def load_requests(spec: CompareSpec) -> Workload:
-    """Load or generate ``spec``'s requests (deterministic for a given seed).
-
-    Raises ``ValueError`` (an empty selection, bad parameters) or :class:`TraceError`
-    (file:line of a malformed line, unless bad lines are skipped).
-    """
-    skipped: list[TraceError] = []
-    sc = spec.scenario
-    requests = load_workload(
-        sc.kind,
-        sc.workload,
-        sc.arrivals,
-        np.random.default_rng(sc.seed),
-        on_bad_line=spec.on_bad_line or sc.on_bad_line,
-        skipped=skipped,
-        base_dir=sc.base_dir,
-    )
-    return Workload(requests, skipped, f"{sc.name}: {sc.description}")
-
-
-def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
-    """Raise ``ValueError`` (one line naming ``--kv-capacity``) when the scheduler would reject
-    every request: it rejects one whose input + output tokens reach the KV pool (whole pages)
-    or ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
-    after sglang 0.5.23), so such a run would measure nothing."""
-    if not requests:
-        return
-    pool = sim.kv_capacity_tokens // sim.page_size * sim.page_size
-    cap = min(pool, sim.max_context_len_tokens)
-    need = min(r.input_length + r.output_length for r in requests)
-    if need < cap:
-        return
-    if pool <= sim.max_context_len_tokens:
-        raise ValueError(
-            f"--kv-capacity {sim.kv_capacity_tokens} (kv_capacity_tokens): every request would be "
-            f"rejected: the smallest needs {need} KV slots (input + output tokens) and must fit "
-            f"in the pool; use --kv-capacity {(need // sim.page_size + 1) * sim.page_size} or more"
-        )
-    raise ValueError(
-        f"max_context_len_tokens {sim.max_context_len_tokens}: every request would be rejected: "
-        f"the smallest needs {need} tokens (input + output)"
-    )
-
-
-def served_ceiling(trace: list[TraceRequest], requests: pd.DataFrame) -> dict[str, Any]:
-    """Infinite-cache hit-rate ceiling (:func:`hit_ceiling`) over the requests the first
-    variant finished, as if the rejected ones never arrived, so it covers the same requests as
-    the achieved hit rate (over finished requests); plus ``requests`` (covered) and
-    ``rejected`` (left out) counts."""
-    first = requests["variant"].iloc[0] if len(requests) else None
-    mine = requests[(requests["variant"] == first) & (requests["status"] == "finished")]
-    done = set(mine["rid"].tolist())
-    served = [r for r in trace if r.rid in done]
-    return {**hit_ceiling(served), "requests": len(served), "rejected": len(trace) - len(served)}
-
-
-def served_belady(
-    trace: list[TraceRequest], requests: pd.DataFrame, sim: SimConfig
-) -> dict[str, Any]:
-    """Belady's bound (:func:`radixbench.sim.belady.belady_bound`: optimal offline eviction,
-    requests one at a time with the whole KV pool as cache) at the run's KV capacity and page
-    size, over the same finished requests as :func:`served_ceiling`."""
-    first = requests["variant"].iloc[0] if len(requests) else None
-    mine = requests[(requests["variant"] == first) & (requests["status"] == "finished")]
-    done = set(mine["rid"].tolist())
-    served = [r for r in trace if r.rid in done]
-    return belady_bound(served, sim.kv_capacity_tokens, sim.page_size)
-
-
 def _jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -182,7 +106,7 @@ def run_compare(
     # One intra-op thread: small-tensor ops timed with perf_counter_ns otherwise stall on
     # thread hand-offs whenever another process competes for the cores.
     torch.set_num_threads(1)
-    workload = load_requests(spec)
+    workload = load_requests(spec.scenario, spec.on_bad_line)
     trace = workload.requests
     check_fits(trace, spec.sim)
     with tqdm(

@@ -7,7 +7,7 @@ import pytest
 
 from radixbench.harness.cli.compare import parse_baseline
 from radixbench.harness.cli.util import UsageError
-from radixbench.harness.experiments.compare import served_ceiling
+from radixbench.harness.experiments.workload import served_ceiling
 from radixbench.sim.config import Variant
 from radixbench.workloads.ceiling import hit_ceiling
 from radixbench.workloads.trace import TraceRequest

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from radixbench.harness.cli import main
+from radixbench.sim.replay import EVICTOR, MATCHER
 
 
 def only_run(out: Path) -> Path:
@@ -60,6 +61,36 @@ def test_all_replays_the_whole_trace_file(tmp_path: Path, capsys) -> None:
     assert table["lru"].tolist() == [0, 699, 699, 699, 699]  # the same prompt, capped at n - 1
 
 
+def _generic_trace(tmp_path: Path) -> Path:
+    """A trace in the generic JSONL format (``arrival_s``, no Mooncake ``timestamp``)."""
+    good = tmp_path / "good.jsonl"
+    rows = [
+        {"arrival_s": 0.5 * i, "input_length": 30, "output_length": 4, "hash_ids": [1, 2 + i % 2]}
+        for i in range(6)
+    ]
+    good.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return good
+
+
+@pytest.mark.parametrize("scenario", [[], ["mooncake-conversation"]])
+def test_trace_replaces_the_workload_with_its_format_detected_as_compare_does(
+    scenario: list[str], tmp_path: Path, capsys
+) -> None:
+    """``replay [SCENARIO] --trace FILE`` takes the trace as ``compare --trace`` does (issue 22
+    defect 6: a generator scenario failed with "workload.path: unknown key", a Mooncake one with
+    "missing key 'timestamp'")."""
+    good, out = _generic_trace(tmp_path), tmp_path / "runs"
+    argv = ["replay", *scenario, "--trace", str(good), "--policies", "lru"]
+    code = main([*argv, "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    meta = json.loads((only_run(out) / "config.json").read_text())
+    assert meta["requests"] == 6 and meta["skipped_lines"] == 0
+    assert meta["evictor"] == EVICTOR and meta["matcher"] == MATCHER  # what sim.replay runs
+    requests = pd.read_parquet(only_run(out) / "requests.parquet")
+    assert requests["input_len"].tolist() == [30] * 6
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
@@ -86,8 +117,8 @@ def test_bad_input_is_one_line_and_writes_nothing(
 
 def test_compare_meta_and_report_text_carry_the_belady_bound() -> None:
     """``compare`` stores Belady's bound over the finished requests at the run's capacity
-    (harness/experiments/compare.py ``served_belady``) and the report's hit-rate line states it."""
-    from radixbench.harness.experiments.compare import served_belady
+    (harness/experiments/workload.py ``served_belady``) and the report's hit-rate line states it."""
+    from radixbench.harness.experiments.workload import served_belady
     from radixbench.reports.runmeta import hit_rate_text
     from radixbench.sim.config import SimConfig
     from radixbench.workloads.tokens import HashBlocks

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from radixbench.harness.cli import main
-from radixbench.harness.cli.scenarios import scenario_ceiling
 from radixbench.harness.config.scenario import bundled_scenarios
+from radixbench.harness.experiments.workload import scenario_ceiling
 
 SMALL = ["--requests", "12", "--evictors", "heapify,persistent-heap", "--matchers", "linear"]
 SHRINK = {  # keep each run to seconds: long-context documents would otherwise reach 1M tokens
