@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from radixbench.harness.config.scenario import load_scenario
 from radixbench.harness.config.study import StudySpec
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
+from radixbench.harness.experiments.dask_runner import run_on_dask
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study import point_rows
@@ -105,9 +105,6 @@ def run_study(
     The folder ``out/study-<name>-<mode>-<timestamp>`` appears whole or not at all. A point
     that fails stops the study with its one-line error (``RuntimeError``).
     """
-    from distributed import as_completed
-
-    from radixbench.harness.experiments.sweep import _client
     from radixbench.reports.study_render import write_study
 
     started = time.perf_counter()
@@ -117,31 +114,30 @@ def run_study(
     with AtomicRunDir(out, name) as run:
         points_dir = run.tmp / "points"
         points_dir.mkdir()
-        client = _client(scheduler, workers)
-        try:
+
+        def submit(client: Any) -> dict[Any, int]:
             # the largest points first: they are the longest, so the cluster ends together
-            futures = {
+            return {
                 client.submit(run_point, spec, i, str(points_dir), extra, pure=False): i
                 for i in reversed(range(len(spec.points)))
             }
-            with tqdm(
-                total=len(futures),
-                unit="point",
-                desc=f"study {spec.name}",
-                disable=None if progress is None else not progress,
-            ) as bar:
-                for fut in as_completed(futures):
-                    exc = fut.exception()
-                    if exc is not None:
-                        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                        raise RuntimeError(f"study point {futures[fut]} failed: {msg}")
-                    rows.extend(fut.result())
-                    bar.update(1)
-        finally:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+
+        def done(i: int, fut: Any) -> None:
+            exc = fut.exception()
+            if exc is not None:
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise RuntimeError(f"study point {i} failed: {msg}")
+            rows.extend(fut.result())
+
+        run_on_dask(
+            submit,
+            done,
+            scheduler=scheduler,
+            workers=workers,
+            progress=progress,
+            desc=f"study {spec.name}",
+            unit="point",
+        )
         df = pd.DataFrame(rows).sort_values(["point", "candidate"], ignore_index=True)
         meta = {
             **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)},

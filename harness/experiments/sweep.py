@@ -10,8 +10,6 @@ corrupt it.
 
 from __future__ import annotations
 
-import logging
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from radixbench.cache.impls import RADIXBENCH
 from radixbench.harness.config.grid import Cell, Grid
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
+from radixbench.harness.experiments.dask_runner import run_on_dask
 from radixbench.reports.sweep import plot_sweep
 from radixbench.reports.tables import read_table, write_table
 
@@ -126,21 +124,6 @@ def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _client(scheduler: str | None, workers: int | None) -> Any:
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        return Client(scheduler, timeout="10s")
-    cluster = LocalCluster(
-        n_workers=workers or os.cpu_count() or 1,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        silence_logs=logging.CRITICAL,
-    )
-    return Client(cluster)
-
-
 def run_sweep(
     grid: Grid,
     out: Path,
@@ -153,10 +136,11 @@ def run_sweep(
 
     ``out``: the sweep folder (cells under ``out/cells``); ``scheduler``: address of an
     existing cluster (``tcp://host:port``), else a ``LocalCluster`` of ``workers`` processes
-    (default: one per core). Stale temporary folders of killed runs are removed first.
-    A cell with bad input (:class:`CellFailed`) or that raises is reported in ``failed`` with
-    one line, not retried forever; the local cluster's worker logs are silenced (a raising
-    cell would otherwise print dask's "Compute Failed" traceback).
+    (default: one per core; :mod:`~radixbench.harness.experiments.dask_runner`). Stale
+    temporary folders of killed runs are removed first. A cell with bad input
+    (:class:`CellFailed`) or that raises is reported in ``failed`` with one line, not retried
+    forever; the local cluster's worker logs are silenced (a raising cell would otherwise print
+    dask's "Compute Failed" traceback).
     """
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
@@ -166,34 +150,32 @@ def run_sweep(
     cached = len(grid.cells) - len(pending)
     failed: list[tuple[str, str]] = []
     if pending:
-        from distributed import as_completed
 
-        client = _client(scheduler, workers)
-        try:
-            futures = {
+        def submit(client: Any) -> dict[Any, Cell]:
+            return {
                 client.submit(
                     cell_fn, c, str(cells_dir), key=f"cell-{c.key}", retries=1, pure=False
                 ): c
                 for c in pending
             }
-            with tqdm(
-                total=len(grid.cells),
-                initial=cached,
-                unit="cell",
-                desc="sweep",
-                disable=None if progress is None else not progress,
-            ) as bar:
-                for fut in as_completed(futures):
-                    exc = fut.exception()
-                    result = fut.result() if exc is None else CellFailed(_one_line(exc))
-                    if isinstance(result, CellFailed):
-                        failed.append((cell_label(futures[fut]), result.reason))
-                    bar.update(1)
-        finally:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+
+        def done(cell: Cell, fut: Any) -> None:
+            exc = fut.exception()
+            result = fut.result() if exc is None else CellFailed(_one_line(exc))
+            if isinstance(result, CellFailed):
+                failed.append((cell_label(cell), result.reason))
+
+        run_on_dask(
+            submit,
+            done,
+            scheduler=scheduler,
+            workers=workers,
+            progress=progress,
+            desc="sweep",
+            unit="cell",
+            total=len(grid.cells),
+            initial=cached,
+        )
     results = gather(grid, cells_dir)
     write_table(results, out, "results")
     plots = plot_sweep(results, grid.params, out / "plots") if len(results) else []
