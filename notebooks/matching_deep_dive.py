@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from _nbutil import run_dir, show
 
-from radixbench.harness.cli.plot import load_run
+from radixbench.harness.experiments.rerender import load_run
 from radixbench.reports.plots import fit_loglog_slope
 
 RUN = run_dir()

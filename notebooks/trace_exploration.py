@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from _nbutil import run_dir, show
 
-from radixbench.harness.cli.plot import load_run
+from radixbench.harness.experiments.rerender import load_run
 
 RUN = run_dir()
 run = load_run(RUN)
