@@ -36,6 +36,7 @@ from time import perf_counter_ns
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import pandas as pd
 import torch
 
 from radixbench.cache.allocator import TokenToKVPoolAllocator
@@ -304,3 +305,20 @@ def bench_alloc_section(
     """Run the benchmark and render its Markdown section: ``(rows, markdown)``."""
     rows, note = run_alloc_bench(spec, sgl)
     return rows, alloc_report(rows, note, spec)
+
+
+def write_alloc_section(spec: AllocBenchSpec, out: Path) -> str:
+    """Run the benchmark (:func:`bench_alloc_section`), write its rows to
+    ``out/bench_alloc.csv`` (``out`` created if missing) and return its Markdown section."""
+    rows, text = bench_alloc_section(spec)
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out / "bench_alloc.csv", index=False)
+    return text
+
+
+def alloc_document(section: str, command: str, env: dict[str, Any]) -> str:
+    """The whole ``bench alloc`` report: title, the command that regenerates it, the machine
+    (``env``: name -> value) and ``section``."""
+    lines = ["# KV allocator benchmark", "", f"Regenerate: `{command}`", "", "## Machine", ""]
+    lines += [f"- {k}: {v}" for k, v in env.items()]
+    return "\n".join([*lines, "", section])

@@ -2,10 +2,8 @@
 
 Figures are medians over repetitions, in ns. Interleaved repetitions (each round times every
 variant once, in turn) make background load on a shared machine hit the variants alike, so
-ratios are taken within one run. Garbage collector: collected once before a bench point and off
-for the whole point, then one untimed warm-up round; never collected between timed calls (a
-collection there hands freed memory back to the OS, and the next timed call pays the page
-faults: ``GC_METHOD``). Three benches:
+ratios are taken within one run (the timing loops and the garbage collector's handling:
+:mod:`radixbench.bench.timing`, ``GC_METHOD``). Three benches:
 
 * ``match``: the matching walk of ``RadixCache.match_prefix`` (child lookup + ``common_prefix``
   per node, no split, no index gather) for a fully cached key of ``L`` tokens, on one edge
@@ -34,19 +32,18 @@ faults: ``GC_METHOD``). Three benches:
 
 from __future__ import annotations
 
-import gc
 import operator
 import random
 import statistics
 from array import array
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from time import perf_counter_ns
 
 import torch
 
+from radixbench.bench.timing import alone, gc_paused, interleaved
 from radixbench.cache import (
     EVICTORS,
     MATCHERS,
@@ -97,59 +94,6 @@ class _NullFree(TokenToKVPoolAllocator):
         pass
 
 
-#: How the benches handle the cyclic garbage collector (printed with the method).
-GC_METHOD = (
-    "garbage collector: collected once before each bench point, then off for the whole point "
-    "and one untimed warm-up round run (never collected between timed calls: a collection "
-    "hands freed memory back to the OS and the next timed call pays the page faults)"
-)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Collect once, then keep the cyclic garbage collector off for the block (restored after);
-    the caller runs its warm-up after entering (see ``GC_METHOD``)."""
-    enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
-    """Median ns per call of each function, timed round-robin ``reps`` times after one untimed
-    warm-up round, with the garbage collector off throughout (``GC_METHOD``)."""
-    times: dict[str, list[int]] = {k: [] for k in fns}
-    with _gc_paused():
-        for fn in fns.values():
-            fn()
-        for _ in range(reps):
-            for name, fn in fns.items():
-                t0 = perf_counter_ns()
-                fn()
-                times[name].append(perf_counter_ns() - t0)
-    return {k: float(statistics.median(v)) for k, v in times.items()}
-
-
-def _alone(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
-    """Median ns per call of each function timed alone: one untimed call, then ``reps`` calls
-    back to back, one function after the other, garbage collector off (``GC_METHOD``)."""
-    med: dict[str, float] = {}
-    with _gc_paused():
-        for name, fn in fns.items():
-            fn()
-            times = []
-            for _ in range(reps):
-                t0 = perf_counter_ns()
-                fn()
-                times.append(perf_counter_ns() - t0)
-            med[name] = float(statistics.median(times))
-    return med
-
-
 def _walk(root: TreeNode, key: RadixKey, matcher: Matcher) -> int:
     """The matching loop of ``match_prefix`` alone (page 1): child lookup + matcher per node."""
     node, offset, tokens = root, 0, key.token_ids
@@ -196,7 +140,7 @@ def bench_match(spec: BenchSpec) -> list[Row]:
                 if _walk(root, query, m) != length:
                     raise RuntimeError(f"bench match: {name} did not match the whole key")
                 fns[name] = partial(_walk, root, query, m)
-            med = _interleaved(fns, spec.reps)
+            med = interleaved(fns, spec.reps)
             for name, ns in med.items():
                 rows.append(
                     {
@@ -242,7 +186,7 @@ def _evict_point(spec: BenchSpec, nodes: int, evictable: int) -> list[Row]:
     trees of its own), and ratios to both baselines within each timing."""
     locked = None if evictable == nodes else evictable
     rows: list[Row] = []
-    for timing, timer in (("interleaved", _interleaved), ("alone", _alone)):
+    for timing, timer in (("interleaved", interleaved), ("alone", alone)):
         caches = {e: _leaf_cache(e, nodes, locked) for e in sorted(EVICTORS)}
         for c in caches.values():
             if c.num_nodes != nodes or c.num_evictable_leaves != evictable:
@@ -279,7 +223,7 @@ def bench_evict(spec: BenchSpec) -> list[Row]:
         rows += _evict_point(spec, nodes, evictable)
     alloc = TokenToKVPoolAllocator(1 << 16, debug=False)  # as the simulator runs it
     slots = [alloc.alloc(1) for _ in range(spec.reps * 64)]
-    with _gc_paused():
+    with gc_paused():
         t0 = perf_counter_ns()
         for s in slots:
             assert s is not None
@@ -311,7 +255,7 @@ def bench_insert(spec: BenchSpec) -> list[Row]:
     value = torch.arange(1000, dtype=torch.int64)
     rows: list[Row] = []
     times: dict[str, list[int]] = {m: [] for m in sorted(MATCHERS)}
-    with _gc_paused():
+    with gc_paused():
         for r in range(max(1, spec.reps // 3) + 1):  # round 0: warm-up, untimed
             for m in times:
                 cache = RadixCache(None, TokenToKVPoolAllocator(1), CacheConfig(matcher=m))

@@ -22,15 +22,14 @@ Four figures, each printed as measured on this machine:
 Start-up and ``--help`` are each timed ``--startup-reps`` / ``--help-reps`` times (best and
 median printed): a single launch right after the whole-trace run pays a cold page cache.
 
-``--markdown FILE`` writes the figures with the machine into ``FILE`` between
-:data:`START` and :data:`END` (replacing what was there, or appended), leaving the rest of the
-file — the cache-benchmark sections — as it was; written atomically.
+``--markdown FILE`` writes the figures with the machine into the ``Simulator speed`` section of
+``FILE`` (:mod:`radixbench.bench.benchmarks_md`). ``radixbench bench sim``
+(:mod:`radixbench.harness.cli.bench`) runs the figures one by one and prints each as it comes.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -40,8 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-START = "<!-- bench-sim:start -->"
-END = "<!-- bench-sim:end -->"
 MARKER = "@@radixbench-first-event@@"
 DEFAULT_VARIANT = "persistent-heap/galloping/numpy"
 
@@ -173,32 +170,13 @@ def time_help(reps: int) -> list[float]:
     return out
 
 
-def _read_run(run_dir: Path) -> dict[str, Any]:
-    import pandas as pd
-
-    def table(name: str) -> pd.DataFrame | None:
-        p = run_dir / f"{name}.parquet"
-        return pd.read_parquet(p) if p.exists() else None
-
-    requests, ops = table("requests"), table("ops")
-    if requests is None or ops is None:
-        raise ValueError(f"{run_dir}: not a run folder (no requests.parquet / ops.parquet)")
-    meta = json.loads((run_dir / "config.json").read_text())
-    return {
-        "requests": requests,
-        "ops": ops,
-        "timeseries": table("timeseries"),
-        "metrics": table("metrics"),
-        "meta": meta,
-    }
-
-
 def time_report(demo_run: Path | None, demo_requests: int | None) -> tuple[float, int]:
     """Wall s of ``write_report`` for the demo run, into a temporary folder. The run's tables
     come from ``demo_run`` or are simulated first (``compare`` on the default scenario, its
     first ``demo_requests`` when given, tables only; untimed). Returns ``(seconds, requests per
     variant)``."""
     from radixbench.harness.experiments.equivalence import check_equivalence
+    from radixbench.harness.experiments.rerender import load_run
     from radixbench.reports import write_report
 
     with tempfile.TemporaryDirectory(prefix="bench-sim-report-") as tmp:
@@ -210,7 +188,7 @@ def time_report(demo_run: Path | None, demo_requests: int | None) -> tuple[float
             sc = load_scenario(DEFAULT_SCENARIO, over)
             spec = CompareSpec(sc, device="cpu", out=Path(tmp) / "runs")
             demo_run = run_compare(spec, progress=False, full_report=False).run_dir
-        run = _read_run(demo_run)
+        run = load_run(demo_run)
         n = int(run["requests"]["rid"].nunique())
         eq = check_equivalence(run["requests"])
         out = Path(tmp) / "report"
@@ -245,9 +223,9 @@ def lines(b: SimBench) -> list[str]:
         f"{b.trace_cpu_s - b.measured_s:.2f} s",
     ]
     if b.startup_s:
-        out.append(f"start-up to first simulated event: {_best(b.startup_s)}")
+        out.append(f"start-up to first simulated event: {best_of(b.startup_s)}")
     if b.help_s:
-        out.append(f"radixbench --help: {_best(b.help_s)}")
+        out.append(f"radixbench --help: {best_of(b.help_s)}")
     if b.report_s is not None:
         out.append(
             f"report writing (demo run, {b.report_requests:,} requests x its variants): "
@@ -256,127 +234,8 @@ def lines(b: SimBench) -> list[str]:
     return out
 
 
-def _best(times: list[float]) -> str:
+def best_of(times: list[float]) -> str:
+    """``"<min> s wall (best of N; median <median> s)"`` of wall times in s."""
     return (
         f"{min(times):.2f} s wall (best of {len(times)}; median {statistics.median(times):.2f} s)"
     )
-
-
-def markdown(b: SimBench, command: str) -> str:
-    """The ``Simulator speed`` section, markers included."""
-    body = [START, "## Simulator speed", "", f"Regenerate: `{command}`", ""]
-    body += [
-        "Figures of `radixbench bench sim` (bench/sim.py), on the machine below; "
-        "every cache operation real and timed with `perf_counter_ns`. The whole trace is the "
-        "best of its fresh-process runs (each listed).",
-        "",
-    ]
-    body += [f"  - {x.strip()}" if x.startswith(" ") else f"- {x}" for x in lines(b)]
-    body += ["", "Machine:", ""]
-    body += [f"- {k}: {v}" for k, v in b.env.items()]
-    body += [END]
-    return "\n".join(body) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
-    section, or appended after a blank line; the file is created if missing). Atomic, with the
-    mode a plain write would give (``reports._atomic.atomic_paths``)."""
-    from radixbench.reports._atomic import atomic_paths
-
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    old = _section(text)
-    if old is not None:
-        head, rest = text.split(old, 1)
-        tail = rest.lstrip("\n")
-        new = head + section + ("\n" + tail if tail else "")
-    else:
-        new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
-    with atomic_paths(path) as (tmp,):
-        tmp.write_text(new, encoding="utf-8")
-
-
-def with_section_of(path: Path, text: str) -> str:
-    """``text`` followed by the ``Simulator speed`` section ``path`` holds now (nothing when
-    the file or the section is missing): so that ``bench cache`` / ``bench alloc``, which
-    rewrite the whole file, keep the figures of the last ``bench sim``. Reads only."""
-    section = _section(path.read_text(encoding="utf-8") if path.exists() else "")
-    return text if section is None else text.rstrip("\n") + "\n\n" + section + "\n"
-
-
-def _section(text: str) -> str | None:
-    """The first ``START ... END`` span of ``text`` (markers included), or None."""
-    i = text.find(START)
-    j = text.find(END, i) if i >= 0 else -1
-    return text[i : j + len(END)] if j >= 0 else None
-
-
-def add_arguments(b: Any) -> None:
-    """The ``bench sim`` options (added to the ``bench`` parser, whose ``--quick`` and
-    ``--markdown`` it shares)."""
-    from radixbench.harness.cli.util import positive_int
-
-    g = b.add_argument_group("bench sim")
-    g.add_argument("--requests", type=positive_int, help="sim: first N trace requests (all)")
-    g.add_argument("--variant", default=DEFAULT_VARIANT, help="sim: evictor/matcher/flatten")
-    g.add_argument("--demo-run", type=Path, help="sim: time the report of this run folder")
-    g.add_argument(
-        "--demo-requests",
-        type=positive_int,
-        help="sim: demo run size (default: the default scenario's own, as make demo)",
-    )
-    g.add_argument(
-        "--trace-reps",
-        type=positive_int,
-        help="sim: whole-trace runs, each in a fresh process; the best is reported (3)",
-    )
-    g.add_argument("--help-reps", type=positive_int, default=3, help="sim: --help timings (3)")
-    g.add_argument("--startup-reps", type=positive_int, default=3, help="sim: start-up timings (3)")
-    g.add_argument(
-        "--skip",
-        default="",
-        help="sim: comma list of figures to leave out: trace, startup, help, report",
-    )
-
-
-def run(args: Any) -> int:
-    """``radixbench bench sim``: measure, print, and with ``--markdown`` record the figures."""
-    from radixbench.harness.experiments.rundir import environment
-
-    skip = {s.strip() for s in (args.skip or "").split(",") if s.strip()}
-    unknown = skip - {"trace", "startup", "help", "report"}
-    if unknown:
-        print(f"error: --skip: unknown figure(s) {', '.join(sorted(unknown))}", file=sys.stderr)
-        return 2
-    quick = bool(getattr(args, "quick", False))
-    requests = args.requests or (500 if quick else None)
-    b = SimBench(variant=args.variant, env=environment())
-    print(f"machine: {b.env.get('cpu')}, {os.cpu_count()} cores", flush=True)
-    if "trace" not in skip:
-        reps = args.trace_reps or (1 if quick else 3)
-        try:
-            runs = time_trace_runs(requests, args.variant, reps)
-        except RuntimeError as exc:
-            print(f"error: bench sim: {exc}", file=sys.stderr)
-            return 1
-        best = min(runs, key=lambda r: r[1])
-        b.requests, b.trace_cpu_s, b.trace_wall_s, b.events, b.measured_s = best
-        b.trace_runs_cpu_s = [r[1] for r in runs]
-        print("\n".join(lines(b)[:2]), flush=True)
-    if "startup" not in skip:
-        b.startup_s = [time_startup() for _ in range(1 if quick else args.startup_reps)]
-        print(f"start-up to first simulated event: {_best(b.startup_s)}", flush=True)
-    if "help" not in skip:
-        b.help_s = time_help(1 if quick else args.help_reps)
-        print(f"radixbench --help: {_best(b.help_s)}", flush=True)
-    if "report" not in skip:
-        demo = 100 if quick and args.demo_requests is None else args.demo_requests
-        b.report_s, b.report_requests = time_report(args.demo_run, demo)
-        print(f"report writing: {b.report_s:.2f} s wall", flush=True)
-    print()
-    print("\n".join(lines(b)))
-    if args.markdown:
-        cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
-        write_section(args.markdown, markdown(b, cmd))
-        print(f"wrote the Simulator speed section of {args.markdown}")
-    return 0

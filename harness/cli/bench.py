@@ -1,33 +1,33 @@
-"""``radixbench bench cache|alloc``: microbenchmarks of matchers, evictors, insert and the KV
-allocators.
+"""``radixbench bench cache|alloc|sim``: microbenchmarks of matchers, evictors, insert, the KV
+allocators and the simulator itself.
 
 ``bench cache`` prints the tables and the ratios against the issue's targets, writes
-``bench_cache.csv``, ``bench_alloc.csv`` and two plots (``match_vs_len.png``,
-``evict_vs_leaves.png``) into ``--out``, and with ``--markdown FILE`` writes the whole report
-(machine details and the KV-allocator section of ``bench alloc`` included) atomically to
-``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` this way). ``bench alloc`` runs only the
-KV-allocator benchmark (radixbench's allocators against sglang's, ``bench/alloc.py``)
-and prints (``--markdown``: writes) its section with the machine details.
+``bench_cache.csv``, ``bench_alloc.csv`` and two plots into ``--out``, and with ``--markdown
+FILE`` writes the whole report (machine details and the KV-allocator section of ``bench alloc``
+included) atomically to ``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` this way).
+``bench alloc`` runs only the KV-allocator benchmark (radixbench's allocators against sglang's)
+and prints (``--markdown``: writes) its section with the machine details. ``bench sim`` times the
+simulator and prints each figure as it comes (``--markdown``: its section of the file).
+Argument parsing and printing only: the benchmarks are :mod:`radixbench.bench`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
+import sys
 from pathlib import Path
-from typing import cast
 
-import numpy as np
-import pandas as pd
-
-from radixbench.bench.alloc import AllocBenchSpec, bench_alloc_section
-from radixbench.bench.cache import GC_METHOD, BenchSpec, run_all
 from radixbench.harness.cli.util import positive_int
-from radixbench.harness.experiments.rundir import environment
-from radixbench.reports._atomic import atomic_paths
+
+# The benchmarks (torch, pandas, matplotlib) are imported when the command runs.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bench`` to the subcommands."""
+    """Add ``bench`` to the subcommands (``bench sim``'s options in a group of their own)."""
+    from radixbench.bench.sim import DEFAULT_VARIANT
+
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     b.set_defaults(func=run)
     b.add_argument("target", choices=["cache", "alloc", "sim"], help="what to benchmark")
@@ -35,249 +35,125 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--reps", type=positive_int, help="interleaved repetitions per point")
     b.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
     b.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
-    from radixbench.bench import sim as bench_sim  # `bench sim` (bench/sim.py)
-
-    bench_sim.add_arguments(b)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, keeping the file's ``Simulator speed`` section
-    (``bench sim``'s) after it."""
-    from radixbench.bench.sim import with_section_of
-
-    text = with_section_of(path, text)
-    with atomic_paths(path) as (tmp,):
-        tmp.write_text(text, encoding="utf-8")
-
-
-def _table(df: pd.DataFrame, index: list[str], value: str, fmt: str) -> str:
-    """A markdown table: one row per ``index`` tuple, one column per variant."""
-    wide = df.pivot_table(index=index, columns="variant", values=value, aggfunc="first")
-    cols = [str(c) for c in wide.columns]
-    lines = ["| " + " | ".join([*index, *cols]) + " |", "|" + "---|" * (len(index) + len(cols))]
-    for idx, row in wide.iterrows():
-        keys = idx if isinstance(idx, tuple) else (idx,)
-        cells = [f"{int(k):,}" if isinstance(k, float | int) else str(k) for k in keys]
-        cells += [format(v, fmt) for v in row.to_numpy()]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def targets(df: pd.DataFrame) -> list[tuple[str, float, str, bool]]:
-    """``(target, measured, required, met)`` for the issue's ratio targets, from one run: the
-    matchers against the ``bytes==`` floor, the evictors timed alone and interleaved."""
-    out: list[tuple[str, float, str, bool]] = []
-    m = df[df.bench == "match"]
-    refs = ("bytes==", "array==", "linear", "galloping")
-    best = [v for v in m.variant.unique() if v not in refs]
-    for shape, limit in (("edge", 2.0), ("path", 5.0)):
-        rows = m[(m["shape"] == shape) & (m["tokens"] == m["tokens"].max())]
-        rows = rows[rows.variant.isin(best)]
-        if len(rows):
-            r = rows.loc[rows["x_bytes_eq"].idxmin()]
-            nodes = int(r["nodes"])
-            name = f"best matcher ({r.variant}) / bytes== at {int(r.tokens):,} tokens, {nodes} node"
-            out.append((name, float(r.x_bytes_eq), f"<= {limit}x", r.x_bytes_eq <= limit))
-    for timing in ("alone", "interleaved"):
-        e = df[(df.bench == "evict") & (df.leaves > 0) & (df.timing == timing)]
-        e = e[e.nodes == e.leaves]  # every leaf evictable (not the trees with locked leaves)
-        if not len(e):
-            continue
-        n = 50_000 if (e.leaves == 50_000).any() else int(e.leaves.max())
-        at = e[e.leaves == n].set_index("variant")["median_ns"]
-        for base, what in (("heapify-walk", "leaves"), ("heapify", "evictable leaves")):
-            if {base, "persistent-heap"} <= set(at.index):
-                ratio = at[base] / at["persistent-heap"]
-                name = f"{base} / persistent-heap, evict(16) at {n:,} {what}, {timing}"
-                out.append((name, ratio, ">= 200x", ratio >= 200))
-        if {"persistent-heap", "lru-list"} <= set(at.index):
-            lr = at["persistent-heap"] / at["lru-list"]
-            name = f"persistent-heap / lru-list at {n:,} leaves, {timing}"
-            out.append((name, lr, "> 1x", lr > 1))
-    return out
-
-
-METHOD = (
-    "Method: every figure is the median of repetitions, interleaved unless said otherwise "
-    "(each round times every variant once, in turn, so background load hits them alike); "
-    "ratios are taken within this run; {gc}. `match` times the matching walk of "
-    "`match_prefix` (child lookup + matcher per node; no split, no index gather) for a fully "
-    "cached key, on one edge and along a 1,000-node path, against the floor `bytes==`: `==` of "
-    "two `bytes` copies of the same int64 tokens, one `memcmp` (`array==`, two `array('q')` "
-    "compared by CPython's typed item loop, is shown for reference). `evict` times "
-    "`evict(16)` with a no-op `free`, so it is "
-    "the evictor's data structure alone (the real allocator's `free` per victim is given "
-    "separately), on trees of N one-token LRU leaves under the root: every leaf evictable, "
-    "and {locked}. Each tree first gets one untimed `evict(16)` (the "
-    "persistent heap drops the entries the locks made stale), and the victims of that call and "
-    "of one after the timed rounds must agree across evictors; every call evicts 16 more leaves "
-    "of the same tree. Each evictor is timed both interleaved and alone (one untimed call, then "
-    "all repetitions back to back, on trees of its own built alike): interleaving evicts the "
-    "other evictors' data from the CPU caches, which inflates the O(log n) evictors. `insert` "
-    "times 1,000-token inserts sharing 0-900-token prefixes. See "
-    "`harness/bench_cache.py`."
-)
-
-EVICTORS_TEXT = (
-    "Evictors: `heapify` follows current SGLang (sglang 0.5.23 `RadixCache.evict`, since SGLang "
-    "PR #14339): the cache keeps the set of evictable leaves and every call heapifies that set, "
-    "O(E) in evictable leaves. `heapify-walk` follows SGLang before PR #14339 (the baseline "
-    "SGLang PR #6907 measured against): every call walks the whole tree to collect the "
-    "unlocked leaves and heapifies them, O(N) in tree nodes. `persistent-heap` is PR #6907's "
-    "idea (a heap kept up to date across calls, stale entries dropped lazily) with its review "
-    "defects fixed, O((k + s) log H). `lru-list` is not from SGLang: an intrusive list of "
-    "evictable leaves after vLLM's `FreeKVCacheBlockQueue`, with a side heap for leaves that "
-    "become evictable out of order. All four evict the same victims in the same order (checked "
-    "here on every tree)."
-)
-
-
-def _speedups(e: pd.DataFrame) -> str:
-    """Markdown table: each baseline's median over each candidate's, per tree."""
-    wide = e.pivot_table(index=["nodes", "leaves"], columns="variant", values="median_ns")
-    pairs = [
-        (b, c)
-        for c in ("persistent-heap", "lru-list")
-        for b in ("heapify-walk", "heapify")
-        if {b, c} <= set(wide.columns)
-    ]
-    head = ["nodes", "evictable leaves", *(f"{b} / {c}" for b, c in pairs)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for key, row in wide.iterrows():
-        nodes, leaves = cast("tuple[int, int]", key)
-        cells = [f"{int(nodes):,}", f"{int(leaves):,}"]
-        cells += [f"{row[b] / row[c]:.1f}x" for b, c in pairs]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def report(
-    df: pd.DataFrame, env: dict[str, object], command: str, alloc_md: str | None = None
-) -> str:
-    """The whole ``bench cache`` report in Markdown; ``alloc_md``: the KV-allocator section of
-    ``bench alloc``, appended when given."""
-    e = df[(df.bench == "evict") & (df.leaves > 0)].copy()
-    pairs = sorted({(int(n), int(v)) for n, v in zip(e.nodes, e.leaves) if n != v})
-    locked = (
-        "; ".join(f"N = {n:,} with all but E = {v:,} leaves locked" for n, v in pairs)
-        + " by `inc_lock_ref` (as running requests lock their paths), where `heapify-walk` "
-        "still walks all N nodes but `heapify` heapifies only the E evictable leaves"
-        if pairs
-        else "no tree with locked leaves in this run"
+    g = b.add_argument_group("bench sim")
+    g.add_argument("--requests", type=positive_int, help="sim: first N trace requests (all)")
+    g.add_argument("--variant", default=DEFAULT_VARIANT, help="sim: evictor/matcher/flatten")
+    g.add_argument("--demo-run", type=Path, help="sim: time the report of this run folder")
+    g.add_argument(
+        "--demo-requests",
+        type=positive_int,
+        help="sim: demo run size (default: the default scenario's own, as make demo)",
     )
-    method = METHOD.format(locked=locked, gc=GC_METHOD)
-    lines = ["# Cache microbenchmarks", "", f"Regenerate: `{command}`", "", method, ""]
-    lines += [EVICTORS_TEXT, ""]
-    lines += ["## Machine", ""]
-    lines += [f"- {k}: {v}" for k, v in env.items()]
-    lines += ["", "## Targets (ratios measured in this run)", ""]
-    lines += ["| target | measured | required | met |", "|---|---|---|---|"]
-    for name, val, req, met in targets(df):
-        lines.append(f"| {name} | {val:.2f}x | {req} | {'yes' if met else 'NO'} |")
-    m = df[df.bench == "match"].copy()
-    m["median_us"] = m["median_ns"] / 1e3
-    lines += ["", "## match: median µs of the matching walk (bytes== is the floor)", ""]
-    lines += [_table(m, ["shape", "nodes", "tokens"], "median_us", ".1f"), ""]
-    lines += ["ratio to bytes== (memcmp) of the same tokens in the same rounds:", ""]
-    lines += [_table(m, ["shape", "nodes", "tokens"], "x_bytes_eq", ".2f"), ""]
-    e["median_us"] = e["median_ns"] / 1e3
-    for timing, how in (("alone", "each evictor timed alone"), ("interleaved", "interleaved")):
-        t = e[e.timing == timing]
-        if not len(t):
-            continue
-        lines += [f"## evict(16), {how}: median µs vs tree nodes and evictable leaves", ""]
-        lines += ["LRU, no-op free. Rows with fewer evictable leaves than nodes: the others are"]
-        lines += ["locked.", ""]
-        shown = t.rename(columns={"leaves": "evictable leaves"})
-        lines += [_table(shown, ["nodes", "evictable leaves"], "median_us", ".1f"), ""]
-        lines += [f"speed-up over each baseline (ratio of medians, {how}):", ""]
-        lines += [_speedups(t), ""]
-    free = df[(df.bench == "evict") & (df.leaves == 0)]
-    if len(free):
-        ns = float(free.median_ns.iloc[0])
-        lines += [f"Real allocator `free` per victim (not in the figures above): {ns / 1e3:.1f} µs"]
-        lines += [""]
-    i = df[df.bench == "insert"].copy()
-    i["median_us"] = i["median_ns"] / 1e3
-    lines += ["## insert: median µs per 1,000-token insert (shared prefixes)", ""]
-    lines += [_table(i, ["tokens"], "median_us", ".1f"), ""]
-    if alloc_md:
-        lines += [alloc_md, ""]
-    return "\n".join(lines)
-
-
-def _plots(df: pd.DataFrame, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    m = df[df.bench == "match"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, shape in zip(axes, ("edge", "path")):
-        for v, g in m[m["shape"] == shape].groupby("variant"):
-            ax.loglog(g.tokens, g.median_ns / 1e3, marker="o", label=v)
-        ax.set(title=f"match on {shape}", xlabel="key length (tokens)", ylabel="µs")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "match_vs_len.png", dpi=100)
-    plt.close(fig)
-    e = df[(df.bench == "evict") & (df.leaves > 0)]
-    e = e[e.nodes == e.leaves]  # the trees with locked leaves are in the markdown only
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for key, g in e.groupby(["variant", "timing"]):
-        v, timing = cast("tuple[str, str]", key)
-        style = "-" if timing == "alone" else ":"
-        ax.loglog(g.leaves, g.median_ns / 1e3, style, marker="o", label=f"{v} ({timing})")
-    ax.set(title="evict(16), every leaf evictable", xlabel="evictable leaves", ylabel="µs")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "evict_vs_leaves.png", dpi=100)
-    plt.close(fig)
-
-
-def _alloc_section(args: argparse.Namespace) -> str:
-    """Run ``bench alloc`` (quick with ``--quick``), write ``bench_alloc.csv`` into ``--out``;
-    returns its Markdown section."""
-    spec = AllocBenchSpec.quick() if args.quick else AllocBenchSpec()
-    if args.reps:
-        spec = AllocBenchSpec(**{**spec.__dict__, "rounds": args.reps})
-    rows, text = bench_alloc_section(spec)
-    args.out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(args.out / "bench_alloc.csv", index=False)
-    return text
-
-
-def _run_alloc(args: argparse.Namespace) -> int:
-    section = _alloc_section(args)
-    cmd = "radixbench bench alloc" + (" --quick" if args.quick else "")
-    lines = ["# KV allocator benchmark", "", f"Regenerate: `{cmd}`", "", "## Machine", ""]
-    lines += [f"- {k}: {v}" for k, v in environment().items()]
-    text = "\n".join([*lines, "", section])
-    print(text)
-    if args.markdown:
-        _atomic_write(args.markdown, text + "\n")
-    return 0
+    g.add_argument(
+        "--trace-reps",
+        type=positive_int,
+        help="sim: whole-trace runs, each in a fresh process; the best is reported (3)",
+    )
+    g.add_argument("--help-reps", type=positive_int, default=3, help="sim: --help timings (3)")
+    g.add_argument("--startup-reps", type=positive_int, default=3, help="sim: start-up timings (3)")
+    g.add_argument(
+        "--skip",
+        default="",
+        help="sim: comma list of figures to leave out: trace, startup, help, report",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the benchmark ``args.target`` names; exit 0 (``bench sim``: 1 when a run failed, 2
+    on an unknown ``--skip`` figure)."""
     if args.target == "sim":
-        from radixbench.bench import sim as bench_sim
-
-        return bench_sim.run(args)
+        return _run_sim(args)
     if args.target == "alloc":
         return _run_alloc(args)
+    return _run_cache(args)
+
+
+def _alloc_section(args: argparse.Namespace) -> str:
+    """``bench alloc`` (quick with ``--quick``, ``--reps`` rounds) into ``--out``; its section."""
+    from radixbench.bench.alloc import AllocBenchSpec, write_alloc_section
+
+    spec = AllocBenchSpec.quick() if args.quick else AllocBenchSpec()
+    if args.reps:
+        spec = dataclasses.replace(spec, rounds=args.reps)
+    return write_alloc_section(spec, args.out)
+
+
+def _run_alloc(args: argparse.Namespace) -> int:
+    from radixbench.bench.alloc import alloc_document
+    from radixbench.bench.benchmarks_md import write_document
+    from radixbench.harness.experiments.rundir import environment
+
+    section = _alloc_section(args)
+    cmd = "radixbench bench alloc" + (" --quick" if args.quick else "")
+    text = alloc_document(section, cmd, environment())
+    print(text)
+    if args.markdown:
+        write_document(args.markdown, text + "\n")
+    return 0
+
+
+def _run_cache(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from radixbench.bench.benchmarks_md import write_document
+    from radixbench.bench.cache import BenchSpec
+    from radixbench.bench.cache_report import report, run_cache_bench
+    from radixbench.harness.experiments.rundir import environment
+
     spec = BenchSpec.quick() if args.quick else BenchSpec()
     if args.reps:
-        spec = BenchSpec(**{**spec.__dict__, "reps": args.reps})
-    df = pd.DataFrame(run_all(spec))
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "bench_cache.csv", index=False)
-    _plots(df, args.out)
+        spec = dataclasses.replace(spec, reps=args.reps)
+    df = run_cache_bench(spec, args.out)
     alloc_md = _alloc_section(args)
     cmd = "make bench" if not args.quick else "radixbench bench cache --quick"
     text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md)
     print(text)
     if args.markdown:
-        _atomic_write(args.markdown, text + "\n")
+        write_document(args.markdown, text + "\n")
+    return 0
+
+
+def _run_sim(args: argparse.Namespace) -> int:
+    """``radixbench bench sim``: measure, print each figure as it comes, and with
+    ``--markdown`` record them."""
+    from radixbench.bench import sim
+    from radixbench.bench.benchmarks_md import markdown, write_section
+    from radixbench.harness.experiments.rundir import environment
+
+    skip = {s.strip() for s in (args.skip or "").split(",") if s.strip()}
+    unknown = skip - {"trace", "startup", "help", "report"}
+    if unknown:
+        print(f"error: --skip: unknown figure(s) {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    quick = bool(getattr(args, "quick", False))
+    requests = args.requests or (500 if quick else None)
+    b = sim.SimBench(variant=args.variant, env=environment())
+    print(f"machine: {b.env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    if "trace" not in skip:
+        reps = args.trace_reps or (1 if quick else 3)
+        try:
+            runs = sim.time_trace_runs(requests, args.variant, reps)
+        except RuntimeError as exc:
+            print(f"error: bench sim: {exc}", file=sys.stderr)
+            return 1
+        best = min(runs, key=lambda r: r[1])
+        b.requests, b.trace_cpu_s, b.trace_wall_s, b.events, b.measured_s = best
+        b.trace_runs_cpu_s = [r[1] for r in runs]
+        print("\n".join(sim.lines(b)[:2]), flush=True)
+    if "startup" not in skip:
+        b.startup_s = [sim.time_startup() for _ in range(1 if quick else args.startup_reps)]
+        print(f"start-up to first simulated event: {sim.best_of(b.startup_s)}", flush=True)
+    if "help" not in skip:
+        b.help_s = sim.time_help(1 if quick else args.help_reps)
+        print(f"radixbench --help: {sim.best_of(b.help_s)}", flush=True)
+    if "report" not in skip:
+        demo = 100 if quick and args.demo_requests is None else args.demo_requests
+        b.report_s, b.report_requests = sim.time_report(args.demo_run, demo)
+        print(f"report writing: {b.report_s:.2f} s wall", flush=True)
+    print()
+    print("\n".join(sim.lines(b)))
+    if args.markdown:
+        cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
+        write_section(args.markdown, markdown(b, cmd))
+        print(f"wrote the Simulator speed section of {args.markdown}")
     return 0

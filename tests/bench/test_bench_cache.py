@@ -13,11 +13,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from radixbench.bench import cache as bench_cache
-from radixbench.bench.cache import BenchSpec, _alone, _interleaved, _leaf_cache, bench_evict
+from radixbench.bench import timing as bench_timing
+from radixbench.bench.cache import BenchSpec, _leaf_cache, bench_evict
+from radixbench.bench.cache_report import targets
+from radixbench.bench.timing import alone, interleaved
 from radixbench.cache import EVICTORS, MATCHERS
 from radixbench.harness.cli import main
-from radixbench.harness.cli.bench import targets
 
 
 def test_bench_cache_quick_writes_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -55,7 +56,7 @@ def test_bench_cache_quick_writes_report(tmp_path: Path, capsys: pytest.CaptureF
     assert "sglang 0.5.23" in text and "PR #14339" in text and "PR #6907" in text
     assert "## evict(16), each evictor timed alone" in text
     assert "## evict(16), interleaved" in text
-    assert "ratio to bytes== (memcmp)" in text and bench_cache.GC_METHOD in text
+    assert "ratio to bytes== (memcmp)" in text and bench_timing.GC_METHOD in text
     assert "## KV allocators: radixbench vs sglang" in text  # bench alloc's section
     assert capsys.readouterr().out.startswith("# Cache microbenchmarks")
     names = [t[0] for t in targets(df)]
@@ -72,7 +73,7 @@ def _recorder(log: list[tuple[str, bool]]) -> dict[str, Any]:
     return {n: (lambda n=n: log.append((n, gc.isenabled()))) for n in ("a", "b")}
 
 
-@pytest.mark.parametrize("timer", [_interleaved, _alone])
+@pytest.mark.parametrize("timer", [interleaved, alone])
 def test_timers_collect_once_then_keep_the_collector_off(
     timer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,7 +85,7 @@ def test_timers_collect_once_then_keep_the_collector_off(
         collects.append(len(log))
         return 0
 
-    monkeypatch.setattr(bench_cache.gc, "collect", collect)
+    monkeypatch.setattr(bench_timing.gc, "collect", collect)
     assert gc.isenabled()
     med = timer(_recorder(log), 3)
     real_collect()
@@ -93,7 +94,7 @@ def test_timers_collect_once_then_keep_the_collector_off(
     assert not any(on for _, on in log)  # off during every call, warm-up included
     assert gc.isenabled()  # restored
     order = [n for n, _ in log]
-    if timer is _interleaved:  # a warm-up round, then 3 rounds over both
+    if timer is interleaved:  # a warm-up round, then 3 rounds over both
         assert order == ["a", "b"] * 4
     else:  # each alone: one warm-up call, then its 3 timed calls back to back
         assert order == ["a"] * 4 + ["b"] * 4

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from radixbench.bench import sim as bench_sim
+from radixbench.bench.benchmarks_md import END, START, write_section
 from radixbench.harness.cli import main
 
 
@@ -52,16 +53,14 @@ def test_bench_sim_prints_every_figure_and_writes_its_section(tmp_path: Path, ca
     assert re.search(r"report writing \(demo run, 8 requests", out)
     text = md.read_text(encoding="utf-8")
     assert text.startswith("# Cache microbenchmarks\n\nkept\n")
-    assert text.count(bench_sim.START) == 1 and "## Simulator speed" in text and "- cpu:" in text
+    assert text.count(START) == 1 and "## Simulator speed" in text and "- cpu:" in text
 
 
 def test_write_section_replaces_only_between_markers(tmp_path: Path) -> None:
     md = tmp_path / "B.md"
-    md.write_text(f"head\n{bench_sim.START}\nold\n{bench_sim.END}\ntail\n", encoding="utf-8")
-    bench_sim.write_section(md, f"{bench_sim.START}\nnew\n{bench_sim.END}\n")
-    assert (
-        md.read_text(encoding="utf-8") == f"head\n{bench_sim.START}\nnew\n{bench_sim.END}\n\ntail\n"
-    )
+    md.write_text(f"head\n{START}\nold\n{END}\ntail\n", encoding="utf-8")
+    write_section(md, f"{START}\nnew\n{END}\n")
+    assert md.read_text(encoding="utf-8") == f"head\n{START}\nnew\n{END}\n\ntail\n"
 
 
 def test_unknown_skip_is_a_usage_error(capsys) -> None:
@@ -79,27 +78,27 @@ def test_skip_leaves_a_figure_out(fig: str) -> None:
 
 
 def test_bench_cache_markdown_keeps_the_simulator_speed_section(tmp_path: Path) -> None:
-    from radixbench.harness.cli.bench import _atomic_write
+    from radixbench.bench.benchmarks_md import write_document
 
     md = tmp_path / "BENCHMARKS.md"
-    sim = f"{bench_sim.START}\n## Simulator speed\nfigures\n{bench_sim.END}\n"
+    sim = f"{START}\n## Simulator speed\nfigures\n{END}\n"
     md.write_text("# old cache report\n\n" + sim, encoding="utf-8")
-    _atomic_write(md, "# new cache report\n")
+    write_document(md, "# new cache report\n")
     assert md.read_text(encoding="utf-8") == "# new cache report\n\n" + sim
     bare = tmp_path / "bare.md"
-    _atomic_write(bare, "# only\n")
+    write_document(bare, "# only\n")
     assert bare.read_text(encoding="utf-8") == "# only\n"
 
 
 def test_benchmark_files_get_the_mode_of_a_plain_write(tmp_path: Path) -> None:
-    from radixbench.harness.cli.bench import _atomic_write
+    from radixbench.bench.benchmarks_md import write_document
 
     plain = tmp_path / "plain.md"
     plain.write_text("x\n", encoding="utf-8")
     mode = plain.stat().st_mode & 0o777
     sim, cache = tmp_path / "sim.md", tmp_path / "cache.md"
-    bench_sim.write_section(sim, f"{bench_sim.START}\nnew\n{bench_sim.END}\n")
-    _atomic_write(cache, "# report\n")
+    write_section(sim, f"{START}\nnew\n{END}\n")
+    write_document(cache, "# report\n")
     assert sim.stat().st_mode & 0o777 == mode == cache.stat().st_mode & 0o777  # not 0600
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
