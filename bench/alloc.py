@@ -23,7 +23,6 @@ paged, sglang 0.5.23 puts freed pages at the front of its free list, radixbench 
 
 from __future__ import annotations
 
-import gc
 import importlib.metadata
 import importlib.util
 import os
@@ -39,6 +38,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from radixbench.bench.timing import gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
 
@@ -206,10 +206,7 @@ def _case(
             raise RuntimeError(f"bench alloc: {side} ran out of slots ({state} free list)")
         return outs
 
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():  # collected once, then off for the case
         for r in range(spec.rounds + 1):  # round 0: warm-up, untimed
             order = sides if r % 2 == 0 else sides[::-1]
             outs = {s: one_round(s, r > 0) for s in order}
@@ -217,9 +214,6 @@ def _case(
                 a, b = (torch.cat(outs[s]) for s in sides)
                 if not torch.equal(a, b):
                     raise RuntimeError("bench alloc: the token allocators handed out other slots")
-    finally:
-        if enabled:
-            gc.enable()
     del held
     calls = spec.calls * spec.rounds
     label = f"{n} page{'s' if n > 1 else ''} of {ps}" if paged else f"{n} slot{'s' * (n > 1)}"

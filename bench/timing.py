@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from time import perf_counter_ns
 
+from radixbench.sim.run import paused_gc
+
 __all__ = ["GC_METHOD", "alone", "gc_paused", "interleaved"]
 
 
@@ -27,16 +29,12 @@ GC_METHOD = (
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Collect once, then keep the cyclic garbage collector off for the block (restored after);
-    the caller runs its warm-up after entering (see ``GC_METHOD``)."""
-    enabled = gc.isenabled()
+    """Collect once (``gc.collect``), then keep the cyclic garbage collector off for the block
+    with the simulator's pause (:func:`radixbench.sim.run.paused_gc`: its previous state is
+    restored after); the caller runs its warm-up after entering (see ``GC_METHOD``)."""
     gc.collect()
-    gc.disable()
-    try:
+    with paused_gc():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def interleaved(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
