@@ -23,16 +23,11 @@ paged, sglang 0.5.23 puts freed pages at the front of its free list, radixbench 
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -41,19 +36,46 @@ import torch
 from radixbench.bench.timing import gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
+from radixbench.cache.sglang_loader import (
+    ModuleSet,
+    SGLangLoadError,
+    installed_dir,
+    load_modules,
+    read_version,
+)
 
 Row = dict[str, object]
 
-#: The sglang source files executed (package-relative), in order.
-SGLANG_FILES = (
-    "srt/mem_cache/allocator/base.py",
-    "srt/mem_cache/allocator/token.py",
-    "srt/mem_cache/allocator/paged.py",
+#: SGLang's allocator modules, executed from the installed package by the one SGLang loader
+#: (``radixbench.cache.sglang_loader``), with what ``paged.py`` imports at module level for its
+#: GPU paths, which ``alloc`` / ``free`` never call (the torch fallbacks need none), stubbed:
+#: triton kernels, the platform and ``sglang.srt.utils`` (whose ``__init__`` pulls in sglang's
+#: serving dependencies). ``get_bool_env_var`` keeps sglang's meaning (reads
+#: ``SGLANG_DEBUG_MEMORY_POOL``); the platform says it has no triton.
+ALLOCATOR_MODULES = ModuleSet(
+    real=tuple(f"sglang.srt.mem_cache.allocator.{m}" for m in ("base", "token", "paged")),
+    stubbed={
+        "sglang.kernels.ops.memory.allocator": "paged: triton kernels, used only with triton",
+        "sglang.srt.platforms": "paged: current_platform, read for supports_triton only",
+        "sglang.srt.utils": "paged: env flags, is_hip; the rest only on GPU paths",
+    },
+    attributes={
+        "sglang.srt.platforms": {
+            "current_platform": SimpleNamespace(capabilities=SimpleNamespace(supports_triton=False))
+        },
+        "sglang.srt.utils": {
+            "get_bool_env_var": lambda name, default="false": (
+                os.getenv(name, default).lower() in ("true", "1")
+            ),
+            "is_hip": lambda: False,
+        },
+    },
 )
 
 
 class SGLangAllocatorsUnavailable(RuntimeError):
-    """sglang's allocators cannot be loaded; the message says why (one line)."""
+    """sglang's allocators cannot be loaded; the message says why (one line: the loader's
+    ``SGLangLoadError`` without its ``"sglang: "`` prefix)."""
 
 
 @dataclass(frozen=True)
@@ -66,82 +88,19 @@ class SGLangAllocators:
     paged: type
 
 
-def _fail(*_: Any, **__: Any) -> Any:
-    raise RuntimeError("radixbench.bench.alloc stubs this out (not on alloc/free)")
-
-
-def _shims() -> dict[str, ModuleType]:
-    """Modules ``paged.py`` imports at module level for its GPU paths, which ``alloc`` /
-    ``free`` never call (the torch fallbacks need none): triton kernels, the platform and
-    ``sglang.srt.utils`` (its ``__init__`` pulls in sglang's serving dependencies).
-    ``get_bool_env_var`` keeps sglang's meaning (reads ``SGLANG_DEBUG_MEMORY_POOL``)."""
-    kernels = ModuleType("sglang.kernels.ops.memory.allocator")
-    kernels.alloc_decode_kernel = kernels.alloc_extend_kernel = _fail  # type: ignore[attr-defined]
-    platforms = ModuleType("sglang.srt.platforms")
-    caps = SimpleNamespace(supports_triton=False)
-    platforms.current_platform = SimpleNamespace(capabilities=caps)  # type: ignore[attr-defined]
-    utils = ModuleType("sglang.srt.utils")
-    utils.get_bool_env_var = lambda name, default="false": (  # type: ignore[attr-defined]
-        os.getenv(name, default).lower() in ("true", "1")
-    )
-    utils.is_hip = lambda: False  # type: ignore[attr-defined]
-    utils.get_num_new_pages = utils.next_power_of_2 = _fail  # type: ignore[attr-defined]
-    return {m.__name__: m for m in (kernels, platforms, utils)}
-
-
-@contextmanager
-def _sglang_modules_set_aside() -> Iterator[None]:
-    saved = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "sglang"}
-    try:
-        yield
-    finally:
-        for k in [k for k in sys.modules if k.split(".")[0] == "sglang"]:
-            del sys.modules[k]
-        sys.modules.update(saved)
-
-
 def load_sglang_allocators() -> SGLangAllocators:
-    """Execute sglang's allocator modules (``SGLANG_FILES``) from the installed package, with
-    shims for the GPU-only imports of ``paged.py`` (see ``_shims``) and no package
-    ``__init__``; ``sys.modules`` is left as it was. Raises ``SGLangAllocatorsUnavailable``
-    (one-line reason) when sglang is not installed or its files do not load."""
+    """Execute sglang's allocator modules (:data:`ALLOCATOR_MODULES`) from the installed
+    package with the one SGLang loader (``sglang_loader.load_modules``: no package
+    ``__init__``, ``sys.modules`` left as it was). Raises ``SGLangAllocatorsUnavailable``
+    (the loader's one-line reason) when sglang is not installed or its files do not load."""
     try:
-        found = importlib.util.find_spec("sglang")
-    except (ImportError, ValueError) as e:
-        raise SGLangAllocatorsUnavailable(f"cannot find sglang: {e}") from None
-    if found is None or not found.submodule_search_locations:
-        raise SGLangAllocatorsUnavailable(
-            "sglang is not installed (pip install --no-deps 'sglang==0.5.23')"
-        )
-    pkg = Path(next(iter(found.submodule_search_locations)))
-    try:
-        version = importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown version"
-    mods: dict[str, ModuleType] = {}
-    dont_write = sys.dont_write_bytecode
-    with _sglang_modules_set_aside():
-        sys.modules.update(_shims())
-        sys.dont_write_bytecode = True
-        try:
-            for rel in SGLANG_FILES:
-                name = "sglang." + rel[: -len(".py")].replace("/", ".")
-                spec = importlib.util.spec_from_file_location(name, pkg / rel)
-                if spec is None or spec.loader is None:
-                    raise ImportError(f"no loader for {pkg / rel}")
-                mod = importlib.util.module_from_spec(spec)
-                sys.modules[name] = mod
-                spec.loader.exec_module(mod)
-                mods[rel] = mod
-        except Exception as e:
-            msg = " ".join(str(e).split())
-            raise SGLangAllocatorsUnavailable(
-                f"sglang {version} at {pkg}: cannot load its allocators: {type(e).__name__}: {msg}"
-            ) from None
-        finally:
-            sys.dont_write_bytecode = dont_write
-    token = mods[SGLANG_FILES[1]].TokenToKVPoolAllocator
-    paged = mods[SGLANG_FILES[2]].PagedTokenToKVPoolAllocator
+        pkg = installed_dir("sglang")
+        modules, _ = load_modules("sglang", pkg, ALLOCATOR_MODULES)
+    except SGLangLoadError as e:
+        raise SGLangAllocatorsUnavailable(str(e).removeprefix("sglang: ")) from None
+    version = read_version(pkg)[0] or "unknown version"
+    token = modules["sglang.srt.mem_cache.allocator.token"].TokenToKVPoolAllocator
+    paged = modules["sglang.srt.mem_cache.allocator.paged"].PagedTokenToKVPoolAllocator
     return SGLangAllocators(version, str(pkg), token, paged)
 
 
