@@ -43,6 +43,7 @@ from radixbench.cache.sglang_loader import (
     load_modules,
     read_version,
 )
+from radixbench.reports.markdown import markdown_table
 
 Row = dict[str, object]
 
@@ -241,15 +242,15 @@ def alloc_report(rows: list[Row], note: str, spec: AllocBenchSpec) -> str:
     ]
     head = ["allocator", "op", "per call", "free list", "pool tokens", "radixbench µs"]
     head += ["sglang µs", "sglang / radixbench"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells = []
     for r in rows:
-        cells = [str(r["allocator"]), f"`{r['op']}`", str(r["per_call"]), str(r["free_list"])]
-        cells += [f"{r['pool_tokens']:,}", _fmt(r["radixbench_us"], ".2f")]
-        cells += [_fmt(r["sglang_us"], ".2f"), _fmt(r["sglang_over_radixbench"], ".2f") + "x"]
+        row = [str(r["allocator"]), f"`{r['op']}`", str(r["per_call"]), str(r["free_list"])]
+        row += [f"{r['pool_tokens']:,}", _fmt(r["radixbench_us"], ".2f")]
+        row += [_fmt(r["sglang_us"], ".2f"), _fmt(r["sglang_over_radixbench"], ".2f") + "x"]
         if r["sglang_over_radixbench"] is None:
-            cells[-1] = "n/a"
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            row[-1] = "n/a"
+        cells.append(row)
+    return "\n".join([*lines, markdown_table(head, cells)])
 
 
 def bench_alloc_section(

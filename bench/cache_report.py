@@ -13,19 +13,19 @@ import pandas as pd
 
 from radixbench.bench.cache import BenchSpec, run_all
 from radixbench.bench.timing import GC_METHOD
+from radixbench.reports.markdown import markdown_table
 
 
 def _table(df: pd.DataFrame, index: list[str], value: str, fmt: str) -> str:
     """A markdown table: one row per ``index`` tuple, one column per variant."""
     wide = df.pivot_table(index=index, columns="variant", values=value, aggfunc="first")
     cols = [str(c) for c in wide.columns]
-    lines = ["| " + " | ".join([*index, *cols]) + " |", "|" + "---|" * (len(index) + len(cols))]
+    rows = []
     for idx, row in wide.iterrows():
         keys = idx if isinstance(idx, tuple) else (idx,)
         cells = [f"{int(k):,}" if isinstance(k, float | int) else str(k) for k in keys]
-        cells += [format(v, fmt) for v in row.to_numpy()]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells + [format(v, fmt) for v in row.to_numpy()])
+    return markdown_table([*index, *cols], rows)
 
 
 def targets(df: pd.DataFrame) -> list[tuple[str, float, str, bool]]:
@@ -107,13 +107,12 @@ def _speedups(e: pd.DataFrame) -> str:
         if {b, c} <= set(wide.columns)
     ]
     head = ["nodes", "evictable leaves", *(f"{b} / {c}" for b, c in pairs)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for key, row in wide.iterrows():
         nodes, leaves = cast("tuple[int, int]", key)
         cells = [f"{int(nodes):,}", f"{int(leaves):,}"]
-        cells += [f"{row[b] / row[c]:.1f}x" for b, c in pairs]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells + [f"{row[b] / row[c]:.1f}x" for b, c in pairs])
+    return markdown_table(head, rows)
 
 
 def report(
@@ -136,9 +135,10 @@ def report(
     lines += ["## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
     lines += ["", "## Targets (ratios measured in this run)", ""]
-    lines += ["| target | measured | required | met |", "|---|---|---|---|"]
-    for name, val, req, met in targets(df):
-        lines.append(f"| {name} | {val:.2f}x | {req} | {'yes' if met else 'NO'} |")
+    met_rows = [
+        [name, f"{val:.2f}x", req, "yes" if met else "NO"] for name, val, req, met in targets(df)
+    ]
+    lines += [markdown_table(["target", "measured", "required", "met"], met_rows)]
     m = df[df.bench == "match"].copy()
     m["median_us"] = m["median_ns"] / 1e3
     lines += ["", "## match: median µs of the matching walk (bytes== is the floor)", ""]

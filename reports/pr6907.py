@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from radixbench.reports.markdown import markdown_table
+
 __all__ = ["CLAIM", "fit_per_leaf_ns", "leaves_for_cost", "pr6907_section"]
 
 #: PR #6907's figures (s): mean latency before / after over 12 requests; evict before / after.
@@ -91,13 +93,16 @@ def pr6907_section(points: pd.DataFrame, candidate: str = "persistent-heap") -> 
         f". Interpolated log-log, heapify costs the PR's {1e3 * CLAIM['evict_before_s']:.0f} ms "
         f"per call at ≈ {l31:,.0f} evictable leaves{mark if ex31 else ''} on this CPU.",
         "",
-        f"| evict calls per request | saving per call needed | evictable leaves needed "
-        f"({candidate} vs heapify) |",
-        "|---|---|---|",
     ]
+    head = ["evict calls per request", "saving per call needed",
+            f"evictable leaves needed ({candidate} vs heapify)"]  # fmt: skip
+    table = []
     for n in (1, saving_s / d_claim_s, 10, 100):
         need, ex = leaves_for_cost(leaves, diff_ns, saving_s * 1e9 / n)
-        lines.append(f"| {n:.1f} | {1e3 * saving_s / n:.1f} ms | {need:,.0f}{mark if ex else ''} |")
+        table.append(
+            [f"{n:.1f}", f"{1e3 * saving_s / n:.1f} ms", f"{need:,.0f}{mark if ex else ''}"]
+        )
+    lines += markdown_table(head, table).split("\n")
     got = rows.assign(saving_ms=1e3 * (rows["e2e_mean_base_s"] - rows["e2e_mean_cand_s"]))
     got = got.dropna(subset=["evictable_leaves"]).sort_values("evictable_leaves")
     reach = got[got["saving_ms"] >= 1e3 * saving_s]

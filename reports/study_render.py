@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.markdown import markdown_table
 from radixbench.reports.pr6907 import pr6907_section
 from radixbench.reports.study import FAMILIES, METRICS, crossover
 from radixbench.reports.tables import write_table
@@ -209,7 +210,7 @@ def _load(row: pd.Series) -> str:
     return f"overloaded: {value}" if value else "served"
 
 
-def _table(points: pd.DataFrame, family: str) -> list[str]:
+def _table(points: pd.DataFrame, family: str) -> str:
     x = FAMILIES[family][2]
     qty = (
         (
@@ -224,7 +225,7 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
             "op ratio [CI]", "TTFT p50 base→cand (ms)", "TTFT p50 ratio [CI]",
             "TTFT p99 ratio [CI]", "throughput ratio [CI]", "cache share base / cand",
             "load", "wall (s)"]  # fmt: skip
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for _, r in points.sort_values([x, "candidate"], na_position="first").iterrows():
         q = [f"{r[c]:,.2f}" if c == "evicts_per_request" else f"{r[c]:,.0f}" for c, _ in qty]
         cells = [
@@ -235,8 +236,8 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
             f"{100 * r['cache_share_base']:.1f} % / {100 * r['cache_share_cand']:.1f} %",
             _load(r), f"{r['point_wall_s']:.0f}",
         ]  # fmt: skip
-        out.append("| " + " | ".join(cells) + " |")
-    return out
+        rows.append(cells)
+    return markdown_table(head, rows)
 
 
 def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,7 +269,7 @@ def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) ->
         "",
         "## Points",
         "",
-        *_table(points, family),
+        _table(points, family),
         "",
         "## Method",
         "",
