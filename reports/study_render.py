@@ -8,14 +8,15 @@ columns from the harness) and writes, each file atomically::
     points.{parquet,csv}      the rows
     crossover.{parquet,csv}   one row per candidate and metric (reports.study.crossover)
     plots/study-<family>.png + .svg
-    study.md                  verdict, table, method (and, for eviction, the PR #6907 check)
+    study.md                  verdict, table, method, and the extra sections the caller gives
+                              (study-specific prose, e.g. a PR's claim checked against the points)
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.markdown import markdown_table
-from radixbench.reports.pr6907 import pr6907_section
 from radixbench.reports.study import FAMILIES, METRICS, crossover
 from radixbench.reports.tables import write_table
 
@@ -240,11 +240,18 @@ def _table(points: pd.DataFrame, family: str) -> str:
     return markdown_table(head, rows)
 
 
-def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) -> dict[str, Any]:
+def write_study(
+    run_dir: Path,
+    points: pd.DataFrame,
+    meta: Mapping[str, Any],
+    sections: Sequence[Callable[[pd.DataFrame], list[str]]] = (),
+) -> dict[str, Any]:
     """Write the points and crossover tables, the plot and ``study.md`` into ``run_dir``.
 
     ``meta``: the study's fields (``name``, ``mode``, ``family``, ``description``,
-    ``scenario``, ``baseline``, ``candidates``, ``wall_s``, ``environment``). Returns
+    ``scenario``, ``baseline``, ``candidates``, ``wall_s``, ``environment``); ``sections``:
+    functions of ``points`` returning Markdown lines, each appended to ``study.md`` after the
+    method (a blank line before each). Returns
     ``{"study_md", "plot", "verdicts": [lines], "crossover": frame}``.
     """
     family = str(meta["family"])
@@ -300,8 +307,8 @@ def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) ->
         f"{env.get('cores', '?')} cores (a loaded machine inflates every measured CPU time, "
         f"and with it the coupled-clock effects); git {env.get('git_commit', '?')}.",
     ]
-    if family == "eviction":
-        md += ["", *pr6907_section(points)]
+    for section in sections:
+        md += ["", *section(points)]
     with atomic_paths(run_dir / "study.md") as (tmp,):
         tmp.write_text("\n".join(md) + "\n", encoding="utf-8")
     return {

@@ -54,10 +54,7 @@ def run(args: argparse.Namespace) -> int:
     extra = set_overrides(args.set)
     spec = load_study(args.study, quick=args.quick)
     if extra:  # validate the overrides on every point before starting the cluster
-        from radixbench.harness.config.scenario import load_scenario
-
-        for i in range(len(spec.points)):
-            load_scenario(spec.scenario, spec.overrides(i, extra))
+        spec.check_overrides(extra)
     outcome = run_study(
         spec,
         args.out,

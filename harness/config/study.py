@@ -18,26 +18,48 @@ zipped position by position (all lists of one mode have the same length)::
     [points.quick]
     "sim.kv_capacity_tokens" = [16000, 64000]
     "workload.sessions" = [600, 1000]
+    sections = ["pr6907"]                # optional: extra study.md sections (:data:`SECTIONS`)
 
 Every point's scenario is loaded when the file is, so a bad key fails before any work starts.
-:mod:`radixbench.harness.experiments.study` runs the points.
+:mod:`radixbench.harness.experiments.study` runs the points. An extra section is study-specific
+prose computed from the points (e.g. the check of SGLang PR #6907's claim): a module beside the
+bundled study that uses it, in :mod:`radixbench.harness.config.studies`, named by the study file
+(``sections``; a file that names none gets :data:`DEFAULT_SECTIONS` of its family).
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from radixbench.harness.config.scenario import Scenario, load_scenario
+from radixbench.harness.config.studies.pr6907 import pr6907_section
 from radixbench.reports.study import FAMILIES
 
-__all__ = ["StudyError", "StudySpec", "bundled_studies", "load_study"]
+__all__ = [
+    "DEFAULT_SECTIONS",
+    "SECTIONS",
+    "StudyError",
+    "StudySpec",
+    "bundled_studies",
+    "load_study",
+]
 
-_TOP = {"description", "family", "scenario", "seed", "base", "variants", "points"}
+_TOP = {"description", "family", "scenario", "seed", "base", "variants", "points", "sections"}
 _MODES = ("quick", "full")
+
+#: Extra ``study.md`` sections a study file may name: name -> function of the points table
+#: (one row per point and candidate) returning Markdown lines, appended after the method.
+SECTIONS: dict[str, Callable[[pd.DataFrame], list[str]]] = {"pr6907": pr6907_section}
+#: The sections of a study file that names none, by family: an eviction study checks PR
+#: #6907's claim (as every eviction study did before study files named their sections).
+DEFAULT_SECTIONS: dict[str, tuple[str, ...]] = {"eviction": ("pr6907",)}
 
 
 class StudyError(ValueError):
@@ -63,6 +85,7 @@ class StudySpec:
     candidates: tuple[str, ...]
     points: tuple[dict[str, Any], ...]
     mode: str
+    sections: tuple[str, ...] = ()
 
     @property
     def axis_key(self) -> str:
@@ -81,6 +104,16 @@ class StudySpec:
             "variants.impls": ["radixbench"],
             "seed": self.seed,
         }
+
+    def check_overrides(self, extra: dict[str, Any]) -> None:
+        """Load every point's scenario with ``extra`` overrides (``--set``) too, so that a bad
+        one fails before any work starts; raises what ``load_scenario`` raises. Reads only."""
+        for i in range(len(self.points)):
+            load_scenario(self.scenario, self.overrides(i, extra))
+
+    def section_functions(self) -> tuple[Callable[[pd.DataFrame], list[str]], ...]:
+        """The functions of this study's extra ``study.md`` sections (:data:`SECTIONS`)."""
+        return tuple(SECTIONS[name] for name in self.sections)
 
     def variant_names(self, scenario: Scenario) -> tuple[str, list[str]]:
         """(baseline variant name, candidate variant names) of a point's scenario."""
@@ -157,6 +190,14 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
         raise StudyError(file, f"points.{mode}", f"lists of one equal, non-zero length: {lengths}")
     n = next(iter(lengths.values()))
     points = tuple({k: v[i] for k, v in table.items()} for i in range(n))
+    sections = doc.get("sections", list(DEFAULT_SECTIONS.get(family, ())))
+    if not isinstance(sections, list) or not all(isinstance(x, str) for x in sections):
+        raise StudyError(file, "sections", "a list of section names is required")
+    for name in sections:
+        if name not in SECTIONS:
+            raise StudyError(
+                file, "sections", f"unknown section {name!r}; known: {', '.join(SECTIONS)}"
+            )
     spec = StudySpec(
         path.name.removeprefix("study-").removesuffix(".toml"),
         file,
@@ -169,6 +210,7 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
         tuple(cands),
         points,
         mode,
+        tuple(sections),
     )
     for i in range(n):
         try:

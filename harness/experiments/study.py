@@ -139,13 +139,17 @@ def run_study(
             unit="point",
         )
         df = pd.DataFrame(rows).sort_values(["point", "candidate"], ignore_index=True)
-        meta = {
-            **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)},
+        meta = {  # the study's settings (its extra sections are rendered, not recorded)
+            **{
+                f.name: getattr(spec, f.name)
+                for f in dataclasses.fields(spec)
+                if f.name != "sections"
+            },
             "wall_s": round(time.perf_counter() - started, 1),
             "load_avg_1min": (round(load_start, 1), round(os.getloadavg()[0], 1)),
             "environment": environment(),
         }
-        summary = write_study(run.tmp, df, meta)
+        summary = write_study(run.tmp, df, meta, spec.section_functions())
     assert run.final is not None
     for key in ("study_md", "plot"):  # written under the temporary folder, now renamed
         summary[key] = run.final / Path(summary[key]).relative_to(run.tmp)

@@ -1,4 +1,6 @@
-"""The check of SGLang PR #6907's own claim against an eviction study's measurements.
+"""The check of SGLang PR #6907's own claim against an eviction study's measurements: the
+``pr6907`` section of ``study.md`` that the eviction study names (``sections = ["pr6907"]``,
+:data:`radixbench.harness.config.study.SECTIONS`).
 
 PR #6907 ("Minor Optimizations in Radix Cache and Schedule Batch", closed unmerged) claims,
 for its persistent eviction heap: "Average latency over 12 requests: 0.577s -> 0.495s" and
