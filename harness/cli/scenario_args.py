@@ -226,7 +226,7 @@ def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
 def set_overrides(texts: list[str]) -> dict[str, Any]:
     """``--set`` values -> ``{dotted key: value}`` (TOML values, later ones win). Raises
     :class:`UsageError` (one line) for a text without ``KEY=``."""
-    from radixbench.harness.config.scenario import parse_override
+    from radixbench.harness.config.overrides import parse_override
 
     out: dict[str, Any] = {}
     for text in texts:

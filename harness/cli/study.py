@@ -43,12 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the study, print its verdict lines and the paths; exit 0 (2 on bad input)."""
     from radixbench.harness.cli.scenario_args import set_overrides
-    from radixbench.harness.cli.util import UsageError
+    from radixbench.harness.cli.util import UsageError, check_scheduler
     from radixbench.harness.config.study import load_study
     from radixbench.harness.experiments.study import run_study
 
-    if args.scheduler and not args.scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        raise UsageError(f"--scheduler: expected tcp://host:port, got {args.scheduler!r}")
+    check_scheduler(args.scheduler)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be > 0, got {args.workers}")
     extra = set_overrides(args.set)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from radixbench.harness.cli.util import UsageError, positive_int
+from radixbench.harness.cli.util import check_scheduler, positive_int
 from radixbench.harness.config.grid import load_grid
 from radixbench.harness.experiments.sweep import run_sweep
 
@@ -23,8 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep; exit 0 when every cell finished, 1 when some failed."""
-    if args.scheduler and not args.scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        raise UsageError(f"--scheduler: expected tcp://host:port, got {args.scheduler!r}")
+    check_scheduler(args.scheduler)
     grid = load_grid(args.grid)
     out = args.out or Path("runs") / f"sweep-{args.grid.stem}"
     outcome = run_sweep(

@@ -1,4 +1,4 @@
-"""Argument parsing helpers shared by the subcommands: one-line errors, typed values."""
+"""Argument parsing helpers shared by the subcommands: one-line errors, typed values, checks."""
 
 from __future__ import annotations
 
@@ -43,3 +43,10 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
     return value
+
+
+def check_scheduler(address: str | None) -> None:
+    """``--scheduler`` of ``sweep`` / ``study``: None, or a Dask scheduler address
+    (``tcp://``, ``tls://`` or ``inproc://``). Raises :class:`UsageError` otherwise."""
+    if address and not address.startswith(("tcp://", "tls://", "inproc://")):
+        raise UsageError(f"--scheduler: expected tcp://host:port, got {address!r}")

@@ -12,7 +12,8 @@ Layout (documented in README.md): top-level ``description`` (one line, required)
 Tables map onto the dataclasses by field introspection: key = field name, the value's type is
 checked against the field's annotation, unknown keys are refused, and the dataclass's own
 ``__post_init__`` validates values. Every error is a :class:`ScenarioError`, one line
-``"<file>: <key.path>: <reason>"``.
+``"<file>: <key.path>: <reason>"``. Overrides (``--set``, ``--trace``) are applied to the
+document before validation (:mod:`radixbench.harness.config.overrides`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from importlib import resources
 from typing import Any
 
 from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
+from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
 from radixbench.sim.cost import load_cost_model
 from radixbench.workloads.arrivals import Arrivals
-from radixbench.workloads.sources import SOURCES, TRACE_KINDS, detect_trace_kind
+from radixbench.workloads.sources import SOURCES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
 
 __all__ = [
@@ -38,15 +40,13 @@ __all__ = [
     "ScenarioError",
     "bundled_scenarios",
     "load_scenario",
-    "parse_override",
     "resolve_scenario",
 ]
 
 DEFAULT_SCENARIO = "shared-prefix-serving"
 """The bundled scenario ``radixbench compare`` runs when given none."""
 
-_SIM_TABLES = ("cache", "scheduler")
-_TOP = ("description", "seed", "workload", "arrivals", *_SIM_TABLES, "cost", "variants")
+_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants")
 _DEFAULT_VARIANTS = {
     "evictors": ["heapify", "persistent-heap"],
     "matchers": ["linear", "galloping"],
@@ -147,7 +147,7 @@ def parse_scenario(
         )
     table: dict[str, Any] = {}
     paths: dict[str, str] = {"seed": "seed"}
-    for tname in _SIM_TABLES:
+    for tname in SIM_TABLES:
         for key, value in _table(doc, tname, file).items():
             if key in ("seed", "cost"):
                 raise ScenarioError(file, f"{tname}.{key}", f"set it as top-level {key}")
@@ -206,65 +206,6 @@ def resolve_scenario(ref: str) -> pathlib.Path:
     )
 
 
-def parse_override(text: str) -> tuple[str, Any]:
-    """``"arrivals.rate=4.5"`` -> ``("arrivals.rate", 4.5)``: the value is a TOML value (a bare
-    word is taken as a string). ``ValueError`` if there is no ``=``."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"--set expects KEY=VALUE, got {text!r}")
-    try:
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw.strip()
-    return key.strip(), value
-
-
-_SIM_FIELDS = frozenset(f.name for f in dataclasses.fields(SimConfig)) - {"seed", "cost"}
-
-
-def _apply_override(doc: dict[str, Any], key: str, value: Any, file: str) -> str:
-    """Set dotted ``key`` in ``doc`` (None deletes it); returns the key path it resolved to
-    (``sim.page_size`` -> ``cache.page_size``)."""
-    if key in _SIM_FIELDS:  # a bare SimConfig field, e.g. --set page_size=16
-        key = f"sim.{key}"
-    if key.startswith("sim."):  # the SimConfig field, in whichever table already sets it
-        field = key[len("sim.") :]
-        table = next((t for t in _SIM_TABLES if field in doc.get(t, {})), _SIM_TABLES[0])
-        key = f"{table}.{field}"
-    *parents, last = key.split(".")
-    node = doc
-    for i, part in enumerate(parents):
-        nxt = node.setdefault(part, {})
-        if not isinstance(nxt, dict):
-            raise ScenarioError(file, ".".join(parents[: i + 1]), "is not a table")
-        node = nxt
-    if value is None:
-        node.pop(last, None)
-    else:
-        node[last] = value
-    return key
-
-
-def _apply_trace(doc: dict[str, Any], trace: pathlib.Path) -> None:
-    """Make ``doc`` replay the trace file ``trace`` (``compare --trace``): its kind is detected
-    (:func:`~radixbench.workloads.sources.detect_trace_kind`: Mooncake, Azure or generic
-    JSONL/CSV). The same kind as the scenario's keeps the other ``[workload]`` keys; another
-    kind replaces the table (keeping ``on_bad_line``), and a generator scenario's arrival
-    process becomes the trace's own timestamps."""
-    work = doc.get("workload")
-    work = work if isinstance(work, dict) else {}
-    kind, old_kind = detect_trace_kind(trace), work.get("kind")
-    if kind == old_kind:
-        doc["workload"] = {**work, "path": str(trace)}
-        return
-    keep = {k: work[k] for k in ("on_bad_line",) if k in work}
-    doc["workload"] = {"kind": kind, "path": str(trace), **keep}
-    arrivals = doc.get("arrivals")
-    if old_kind not in TRACE_KINDS and isinstance(arrivals, dict):
-        doc["arrivals"] = {k: v for k, v in arrivals.items() if k not in ("rate", "cv")}
-        doc["arrivals"]["process"] = "trace"
-
-
 def load_scenario(
     ref: str | pathlib.Path,
     overrides: dict[str, Any] | None = None,
@@ -277,7 +218,8 @@ def load_scenario(
     (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``; ``sim.<field>`` or a
     bare ``SimConfig`` field name (``page_size``) goes to whichever of ``[cache]`` /
     ``[scheduler]`` already sets it (else ``[cache]``). ``trace``: a trace file (absolute
-    path) replacing the workload, applied before ``overrides`` (:func:`_apply_trace`). Raises
+    path) replacing the workload, applied before ``overrides``
+    (:func:`~radixbench.harness.config.overrides.apply_trace`). Raises
     :class:`ScenarioError` (one line naming the file and key path; for a key set by an
     override with an entry in ``origins`` — override key -> what set it, e.g.
     ``{"variants.evictors": "--evictors"}`` — that origin instead of the file), or
@@ -296,10 +238,10 @@ def load_scenario(
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(file, None, f"invalid TOML: {exc}") from None
     if trace is not None:
-        _apply_trace(doc, trace)
+        apply_trace(doc, trace)
     blame: dict[str, str] = {}
     for key, value in (overrides or {}).items():
-        resolved = _apply_override(doc, key, value, file)
+        resolved = apply_override(doc, key, value, file)
         if origins and key in origins:
             blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name

@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from radixbench.harness.config.scenario import (
-    ScenarioError,
-    bundled_scenarios,
-    load_scenario,
-    parse_override,
-)
+from radixbench.harness.config.overrides import parse_override
+from radixbench.harness.config.scenario import ScenarioError, bundled_scenarios, load_scenario
 from radixbench.sim.config import SimConfig
 from radixbench.workloads.generators import GeneratedSharedPrefix
 
