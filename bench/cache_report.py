@@ -80,7 +80,7 @@ METHOD = (
     "all repetitions back to back, on trees of its own built alike): interleaving evicts the "
     "other evictors' data from the CPU caches, which inflates the O(log n) evictors. `insert` "
     "times 1,000-token inserts sharing 0-900-token prefixes. See "
-    "`harness/bench_cache.py`."
+    "`bench/cache.py`."
 )
 
 EVICTORS_TEXT = (

@@ -5,12 +5,12 @@ A scenario (a bundled name or a TOML file, :mod:`radixbench.harness.config.scena
 with the overrides the command line gives: the positional ``scenario``; ``--trace FILE``, a trace
 replacing the scenario's workload, its format detected (Mooncake JSONL, Azure 2023 CSV, generic
 JSONL/CSV: ``load_scenario(trace=...)``); the selection ``--requests`` / ``--window`` (mutually
-exclusive) with ``--start``, ``--time-scale``, ``--rate-scale``; ``--kv-capacity``,
-``--page-size``, ``--seed``, ``--on-bad-line``, ``--set KEY=VALUE`` (any scenario key, TOML
-value, applied last) and, for the commands that simulate (``simulation=True``), the variant
-lists, the scheduler and the cost model. :data:`OVERRIDES` maps each flag to the scenario key it
-sets; :func:`scenario_from_args` loads the scenario so that an error in a value given on the
-command line names the option, not the scenario file.
+exclusive; ``replay`` adds ``--all``) with ``--start``, ``--time-scale``, ``--rate-scale``;
+``--kv-capacity``, ``--page-size``, ``--seed``, ``--on-bad-line``, ``--set KEY=VALUE`` (any
+scenario key, TOML value, applied last) and, for the commands that simulate
+(``simulation=True``), the variant lists, the scheduler and the cost model. :data:`OVERRIDES`
+maps each flag to the scenario key it sets; :func:`scenario_from_args` loads the scenario so
+that an error in a value given on the command line names the option, not the scenario file.
 
 ``study`` takes only ``--set`` (:func:`add_set_argument`, :func:`set_overrides`): its points
 set the rest.

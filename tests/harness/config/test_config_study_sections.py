@@ -18,19 +18,19 @@ from radixbench.harness.config.study import SECTIONS, StudyError, load_study
 from radixbench.reports.study_render import write_study
 
 STUDY = """
-description = "a user's eviction study"
 family = "eviction"
+description = "a user's eviction study"
 scenario = "eviction-pressure"
 {sections}
-[base]
-"variants.matchers" = ["galloping"]
-"variants.flatten" = ["numpy"]
 [variants]
-baseline = "heapify"
 candidates = ["persistent-heap"]
+baseline = "heapify"
+[base]
+"variants.flatten" = ["numpy"]
+"variants.matchers" = ["galloping"]
 [points.quick]
-"sim.kv_capacity_tokens" = [1500]
 "workload.sessions" = [60]
+"sim.kv_capacity_tokens" = [1500]
 """
 
 
