@@ -23,6 +23,12 @@ cached by spec. Limitation: an ``import`` run inside an SGLang method resolves a
 ``reset``, ``match_prefix``, ``insert``, ``evict``, ``checkpoint``, ``inc_lock_ref``,
 ``dec_lock_ref``, ``lock``, ``unlock``, ``path_device_indices`` and their helpers) run none in
 0.5.23 (asserted by the tests); wrap a user CLASS that does in ``LoadedSGLang.activate()``.
+
+The same mechanism loads other SGLang modules for radixbench's own tools: a :class:`ModuleSet`
+names the modules to execute, the ones to stub and the stubs' working attributes (the
+:data:`RADIX_CACHE` set is the one above); :func:`load_modules` executes a set from a package
+folder (:func:`installed_dir`) in isolation. ``radixbench bench alloc`` loads SGLang's KV
+allocators this way (``radixbench.bench.alloc``).
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -77,6 +83,23 @@ REPLACEMENT_API: tuple[str, ...] = (
     "unlock", "checkpoint", "path_device_indices", "evictable_size", "protected_size",
     "_delete_leaf",
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModuleSet:
+    """What one load executes: ``real`` modules (from the package's own source files, in this
+    order), ``stubbed`` modules (name -> who imports it and why it is not needed; an attribute
+    that is called raises ``SGLangStubError``) and ``attributes``: stubbed module -> attributes
+    that work (values set on the stub, e.g. a flag the imported code reads at import time). Any
+    other ``sglang.*`` import fails."""
+
+    real: tuple[str, ...]
+    stubbed: Mapping[str, str]
+    attributes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+#: SGLang's ``RadixCache`` and what it imports (:func:`load_sglang`).
+RADIX_CACHE = ModuleSet(REAL_MODULES, STUBBED_MODULES)
 
 _MODULES = ("radix_cache", "base_prefix_cache", "cache_init_params")
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
@@ -119,23 +142,33 @@ class _StubModule(ModuleType):
 
 
 class _Loader(importlib.abc.Loader):
-    """Creates a stub module, or a synthetic package (no ``__init__.py`` runs; its ``__path__``
-    is the real folder, set by the finder's spec)."""
+    """Creates a stub module of ``modules`` (with its working attributes), or a synthetic
+    package (no ``__init__.py`` runs; its ``__path__`` is the real folder, set by the finder's
+    spec)."""
+
+    def __init__(self, modules: ModuleSet) -> None:
+        self.modules = modules
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        doc = STUBBED_MODULES.get(spec.name)
-        return None if doc is None else _StubModule(spec.name, doc)
+        doc = self.modules.stubbed.get(spec.name)
+        if doc is None:
+            return None
+        stub = _StubModule(spec.name, doc)
+        for name, value in self.modules.attributes.get(spec.name, {}).items():
+            setattr(stub, name, value)
+        return stub
 
     def exec_module(self, module: ModuleType) -> None:
         pass
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Answers every ``sglang.*`` import from ``pkg_dir`` while a load runs."""
+    """Answers every ``sglang.*`` import from ``pkg_dir`` with ``modules`` while a load runs."""
 
-    def __init__(self, pkg_dir: Path) -> None:
+    def __init__(self, pkg_dir: Path, modules: ModuleSet = RADIX_CACHE) -> None:
         self.pkg_dir = pkg_dir
-        names = (*REAL_MODULES, *STUBBED_MODULES)
+        self.modules = modules
+        names = (*modules.real, *modules.stubbed)
         self.packages = {n.rsplit(".", k)[0] for n in names for k in range(1, n.count(".") + 1)}
 
     def find_spec(
@@ -144,13 +177,13 @@ class _Finder(importlib.abc.MetaPathFinder):
         if fullname != "sglang" and not fullname.startswith("sglang."):
             return None
         rel = Path(*fullname.split(".")[1:])
-        if fullname in STUBBED_MODULES:
-            return importlib.machinery.ModuleSpec(fullname, _Loader())
+        if fullname in self.modules.stubbed:
+            return importlib.machinery.ModuleSpec(fullname, _Loader(self.modules))
         if fullname in self.packages:
-            spec = importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+            spec = importlib.machinery.ModuleSpec(fullname, _Loader(self.modules), is_package=True)
             spec.submodule_search_locations = [str(self.pkg_dir / rel)]
             return spec
-        if fullname in REAL_MODULES:
+        if fullname in self.modules.real:
             return importlib.util.spec_from_file_location(fullname, self.pkg_dir / f"{rel}.py")
         raise ImportError(f"{fullname} is neither loaded nor stubbed by radixbench")
 
@@ -212,9 +245,10 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
-def _read_version(pkg_dir: Path) -> tuple[str | None, Path | None]:
-    """The version (and the file it came from): the ``__version__`` literal of ``_version.py``
-    or ``version.py``, else the ``sglang`` dist-info beside the package."""
+def read_version(pkg_dir: Path) -> tuple[str | None, Path | None]:
+    """The version of the sglang package folder ``pkg_dir`` (and the file it came from): the
+    ``__version__`` literal of ``_version.py`` or ``version.py``, else the ``sglang`` dist-info
+    beside the package; ``(None, None)`` when neither says. Reads only."""
     for name in ("_version.py", "version.py"):
         f = pkg_dir / name
         if f.is_file() and (m := _VERSION_RE.search(f.read_text(errors="replace"))):
@@ -225,15 +259,22 @@ def _read_version(pkg_dir: Path) -> tuple[str | None, Path | None]:
     return None, None
 
 
-def _import(spec: str, pkg_dir: Path) -> tuple[dict[str, ModuleType], dict[str, str]]:
-    """Execute ``REAL_MODULES`` from ``pkg_dir`` in isolation; returns its modules and hashes."""
-    finder = _Finder(pkg_dir)
+def load_modules(
+    spec: str, pkg_dir: Path, modules: ModuleSet = RADIX_CACHE
+) -> tuple[dict[str, ModuleType], dict[str, str]]:
+    """Execute ``modules.real`` (in order) from the sglang package folder ``pkg_dir`` in
+    isolation: ``sys.modules``'s ``sglang*`` entries are set aside and put back, no bytecode is
+    written, every ``sglang.*`` import is answered by ``modules`` (module docstring). Returns
+    the load's ``sglang.*`` modules by name (real, synthetic packages and stubs) and the sha256
+    of every real module's file by its path relative to ``pkg_dir``'s parent. Raises
+    ``SGLangLoadError`` (one line, starting ``"<spec>: "``) when a module fails to import."""
+    finder = _Finder(pkg_dir, modules)
     dont_write = sys.dont_write_bytecode
     with _swapped({}):
         sys.meta_path.insert(0, finder)
         sys.dont_write_bytecode = True  # leave a checkout under review untouched
         try:
-            for name in REAL_MODULES:
+            for name in modules.real:
                 importlib.import_module(name)
         except Exception as e:
             msg = f"{spec}: cannot import {name} from {pkg_dir}: {_one_line(e)}"
@@ -241,15 +282,18 @@ def _import(spec: str, pkg_dir: Path) -> tuple[dict[str, ModuleType], dict[str, 
         finally:
             sys.meta_path.remove(finder)
             sys.dont_write_bytecode = dont_write
-        modules = {k: v for k, v in sys.modules.items() if _is_sglang(k)}
+        loaded = {k: v for k, v in sys.modules.items() if _is_sglang(k)}
     files = {}
-    for name in REAL_MODULES:
-        path = Path(modules[name].__file__ or "")
+    for name in modules.real:
+        path = Path(loaded[name].__file__ or "")
         files[str(path.relative_to(pkg_dir.parent))] = _sha256(path)
-    return modules, files
+    return loaded, files
 
 
-def _installed_dir(spec: str) -> Path:
+def installed_dir(spec: str = "sglang") -> Path:
+    """The folder of the installed ``sglang`` package (found with ``importlib.util.find_spec``,
+    which executes nothing). Raises ``SGLangLoadError`` (one line, starting ``"<spec>: "``) when
+    it is not installed or cannot be looked up."""
     try:
         found = importlib.util.find_spec("sglang")
     except (ImportError, ValueError) as e:
@@ -273,7 +317,7 @@ def _checkout_dir(spec: str, path: str) -> Path:
 
 
 def _load_package(spec: str, pkg_dir: Path, label: str) -> LoadedSGLang:
-    version, version_file = _read_version(pkg_dir)
+    version, version_file = read_version(pkg_dir)
     if version is None:
         raise SGLangLoadError(f"{spec}: cannot determine the sglang version of {pkg_dir}")
     release = m.group() if (m := re.match(r"\d+\.\d+\.\d+", version)) else version
@@ -282,7 +326,7 @@ def _load_package(spec: str, pkg_dir: Path, label: str) -> LoadedSGLang:
             f"{spec}: sglang {version} at {pkg_dir} is not supported "
             f"(supported: {', '.join(sorted(SUPPORTED))})"
         )
-    modules, files = _import(spec, pkg_dir)
+    modules, files = load_modules(spec, pkg_dir)
     if version_file is not None:
         files[str(version_file.relative_to(pkg_dir.parent))] = _sha256(version_file)
     radix, bpc, cip = (modules[f"sglang.srt.mem_cache.{m}"] for m in _MODULES)
@@ -362,6 +406,6 @@ def load_sglang(spec: str) -> LoadedSGLang:
     elif class_name:
         loaded = _load_user(spec, file, class_name)
     else:
-        loaded = _load_package(spec, _installed_dir(spec), "sglang")
+        loaded = _load_package(spec, installed_dir(spec), "sglang")
     _LOADS[key] = loaded
     return loaded

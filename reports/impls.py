@@ -1,10 +1,10 @@
 """The Implementations section of the reports: which cache code each variant ran.
 
-``RunMeta.implementations`` (written by the harness; empty in older runs) lists one entry per
-implementation: ``impl`` (label), ``spec``, ``version``, ``origin``, ``class``, ``tree_core``
-and why (when the implementation has one), ``files`` (sha256 by path), ``files_sha256`` (one
-digest over them), ``reference`` (the radixbench algorithms its own code runs). Shared by
-``report.md`` and ``report.html``.
+``RunMeta.implementations`` (written by ``radixbench.harness.config.impl.implementations``;
+empty in older runs) lists one entry per implementation: ``impl`` (label), ``spec``,
+``version``, ``origin``, ``class``, ``tree_core`` and why (when the implementation has one),
+``files`` (sha256 by path), ``files_sha256`` (one digest over them), ``reference`` (the
+radixbench algorithms its own code runs). Shared by ``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations

@@ -5,14 +5,15 @@ summary tables (:mod:`radixbench.reports.summary`) as Markdown pipe tables, and 
 to the plots and stored tables, and writes ``<run_dir>/report.md`` atomically.
 
 Pipe tables are produced by the small :func:`pipe_table` formatter here rather than
-``DataFrame.to_markdown`` (which needs the optional ``tabulate`` dependency).
+``DataFrame.to_markdown`` (which needs the optional ``tabulate`` dependency); it and every other
+Markdown table radixbench writes (study, benchmarks) go through :func:`markdown_table`.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from radixbench.reports.impls import implementation_frames
 from radixbench.reports.record import RunMeta
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
-__all__ = ["answer_block", "format_cell", "pipe_table", "write_report_md"]
+__all__ = ["answer_block", "format_cell", "markdown_table", "pipe_table", "write_report_md"]
 
 
 def format_cell(value: Any) -> str:
@@ -43,6 +44,19 @@ def format_cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def markdown_table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str] | None = None
+) -> str:
+    """A GitHub-flavoured Markdown pipe table of cells already formatted as text:
+    ``| a | b |`` lines (no escaping), without a trailing newline. The separator row is
+    ``|---|---|`` when ``align`` is None, else ``| <align[0]> | <align[1]> |`` (one marker per
+    column, e.g. ``---:`` right-aligned)."""
+    sep = "|" + "---|" * len(header) if align is None else "| " + " | ".join(align) + " |"
+    lines = ["| " + " | ".join(header) + " |", sep]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def pipe_table(df: pd.DataFrame) -> str:
     """Render ``df`` (without its index) as a GitHub-flavoured Markdown pipe table.
 
@@ -57,10 +71,8 @@ def pipe_table(df: pd.DataFrame) -> str:
         else ":---"
         for c in df.columns
     ]  # fmt: skip
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    for row in df.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(format_cell(v) for v in row) + " |")
-    return "\n".join(lines)
+    rows = ([format_cell(v) for v in row] for row in df.itertuples(index=False, name=None))
+    return markdown_table(header, rows, align)
 
 
 def _rel(path: Path | str, run_dir: Path) -> str:

@@ -63,7 +63,6 @@ METRICS: dict[str, str] = {
     "throughput": "throughput",
     "e2e_mean": "mean E2E latency",
 }
-_CHUNK = 4_000_000  # bootstrap indices drawn per chunk (bounds memory)
 
 
 def paired_stat_ratio(
@@ -75,31 +74,18 @@ def paired_stat_ratio(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float, float]:
-    """``stat(base) / stat(cand)`` and its paired percentile-bootstrap interval.
+    """``stat(base) / stat(cand)`` and its paired percentile-bootstrap interval: the verdicts'
+    bootstrap (:func:`radixbench.reports.verdicts.bootstrap_ratio` with ``paired=True`` and this
+    ``stat``).
 
     ``base``, ``cand``: 1-D float arrays of equal length, element i the same request under both
     variants (pairs with a NaN dropped); ``stat(x, axis=...)``: a reduction such as
     ``np.mean`` or ``functools.partial(np.quantile, q=0.99)``. Returns ``(ratio, lo, hi)``, all
     NaN for empty input. ``ValueError`` on unequal lengths. Deterministic for ``seed``.
     """
-    b, c = np.asarray(base, dtype=np.float64), np.asarray(cand, dtype=np.float64)
-    if b.shape != c.shape:
-        raise ValueError(f"paired samples differ in length: {b.size} vs {c.size}")
-    keep = ~(np.isnan(b) | np.isnan(c))
-    b, c = b[keep], c[keep]
-    if b.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    ratio = float(stat(b, axis=0) / stat(c, axis=0))
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    step = max(1, _CHUNK // b.size)
-    for start in range(0, n_resamples, step):
-        k = min(step, n_resamples - start)
-        idx = rng.integers(0, b.size, size=(k, b.size))
-        out[start : start + k] = stat(b[idx], axis=1) / stat(c[idx], axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.nanpercentile(out, [tail, 100 - tail])
-    return ratio, float(lo), float(hi)
+    return bootstrap_ratio(
+        base, cand, n_resamples=n_resamples, seed=seed, level=level, paired=True, stat=stat
+    )
 
 
 def block_throughput_ratio(

@@ -8,14 +8,15 @@ columns from the harness) and writes, each file atomically::
     points.{parquet,csv}      the rows
     crossover.{parquet,csv}   one row per candidate and metric (reports.study.crossover)
     plots/study-<family>.png + .svg
-    study.md                  verdict, table, method (and, for eviction, the PR #6907 check)
+    study.md                  verdict, table, method, and the extra sections the caller gives
+                              (study-specific prose, e.g. a PR's claim checked against the points)
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from radixbench.reports._atomic import atomic_paths
-from radixbench.reports.pr6907 import pr6907_section
+from radixbench.reports.markdown import markdown_table
 from radixbench.reports.study import FAMILIES, METRICS, crossover
 from radixbench.reports.tables import write_table
 
@@ -209,7 +210,7 @@ def _load(row: pd.Series) -> str:
     return f"overloaded: {value}" if value else "served"
 
 
-def _table(points: pd.DataFrame, family: str) -> list[str]:
+def _table(points: pd.DataFrame, family: str) -> str:
     x = FAMILIES[family][2]
     qty = (
         (
@@ -224,7 +225,7 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
             "op ratio [CI]", "TTFT p50 base→cand (ms)", "TTFT p50 ratio [CI]",
             "TTFT p99 ratio [CI]", "throughput ratio [CI]", "cache share base / cand",
             "load", "wall (s)"]  # fmt: skip
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for _, r in points.sort_values([x, "candidate"], na_position="first").iterrows():
         q = [f"{r[c]:,.2f}" if c == "evicts_per_request" else f"{r[c]:,.0f}" for c, _ in qty]
         cells = [
@@ -235,15 +236,22 @@ def _table(points: pd.DataFrame, family: str) -> list[str]:
             f"{100 * r['cache_share_base']:.1f} % / {100 * r['cache_share_cand']:.1f} %",
             _load(r), f"{r['point_wall_s']:.0f}",
         ]  # fmt: skip
-        out.append("| " + " | ".join(cells) + " |")
-    return out
+        rows.append(cells)
+    return markdown_table(head, rows)
 
 
-def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) -> dict[str, Any]:
+def write_study(
+    run_dir: Path,
+    points: pd.DataFrame,
+    meta: Mapping[str, Any],
+    sections: Sequence[Callable[[pd.DataFrame], list[str]]] = (),
+) -> dict[str, Any]:
     """Write the points and crossover tables, the plot and ``study.md`` into ``run_dir``.
 
     ``meta``: the study's fields (``name``, ``mode``, ``family``, ``description``,
-    ``scenario``, ``baseline``, ``candidates``, ``wall_s``, ``environment``). Returns
+    ``scenario``, ``baseline``, ``candidates``, ``wall_s``, ``environment``); ``sections``:
+    functions of ``points`` returning Markdown lines, each appended to ``study.md`` after the
+    method (a blank line before each). Returns
     ``{"study_md", "plot", "verdicts": [lines], "crossover": frame}``.
     """
     family = str(meta["family"])
@@ -268,7 +276,7 @@ def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) ->
         "",
         "## Points",
         "",
-        *_table(points, family),
+        _table(points, family),
         "",
         "## Method",
         "",
@@ -299,8 +307,8 @@ def write_study(run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]) ->
         f"{env.get('cores', '?')} cores (a loaded machine inflates every measured CPU time, "
         f"and with it the coupled-clock effects); git {env.get('git_commit', '?')}.",
     ]
-    if family == "eviction":
-        md += ["", *pr6907_section(points)]
+    for section in sections:
+        md += ["", *section(points)]
     with atomic_paths(run_dir / "study.md") as (tmp,):
         tmp.write_text("\n".join(md) + "\n", encoding="utf-8")
     return {

@@ -36,7 +36,7 @@ above 1, ``slower`` when it lies below 1, otherwise ``no significant difference`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -88,12 +88,15 @@ def _ratio(base: float, cand: float) -> float:
     return base / cand
 
 
-def _boot_medians(
-    xs: tuple[np.ndarray, ...], rng: np.random.Generator, n_resamples: int
+def _boot_stats(
+    xs: tuple[np.ndarray, ...],
+    rng: np.random.Generator,
+    n_resamples: int,
+    stat: Callable[..., np.ndarray] = np.median,
 ) -> tuple[np.ndarray, ...]:
-    """Medians of ``n_resamples`` resamples (with replacement) of each equal-length sample of
-    ``xs``, drawn with the *same* indices (a paired bootstrap when ``len(xs) > 1``); each
-    result has shape ``[n_resamples]``."""
+    """``stat`` (median by default) of ``n_resamples`` resamples (with replacement) of each
+    equal-length sample of ``xs``, drawn with the *same* indices (a paired bootstrap when
+    ``len(xs) > 1``); each result has shape ``[n_resamples]``."""
     n = xs[0].size
     outs = tuple(np.empty(n_resamples, dtype=np.float64) for _ in xs)
     chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
@@ -101,7 +104,7 @@ def _boot_medians(
         k = min(chunk, n_resamples - start)
         idx = rng.integers(0, n, size=(k, n))
         for x, out in zip(xs, outs, strict=True):
-            out[start : start + k] = np.median(x[idx], axis=1)
+            out[start : start + k] = stat(x[idx], axis=1)
     return outs
 
 
@@ -113,10 +116,13 @@ def bootstrap_ratio(
     seed: int = 0,
     level: float = 0.95,
     paired: bool = False,
+    stat: Callable[..., np.ndarray] = np.median,
 ) -> tuple[float, float, float]:
     """Median ratio baseline/candidate and its percentile-bootstrap interval.
 
     ``baseline``, ``candidate``: 1-D samples (any unit, the same for both; NaNs dropped).
+    ``stat``: the statistic whose ratio is taken, a reduction called as ``stat(x, axis=...)``
+    (default ``np.median``; e.g. ``np.mean``, or a quantile).
     Unpaired (default): the two samples are resampled independently. ``paired``: element i of
     both samples belongs together (the same request under two variants); pairs with a NaN on
     either side are dropped and pairs are resampled jointly (``ValueError`` on unequal
@@ -140,13 +146,13 @@ def bootstrap_ratio(
         b, c = b[~np.isnan(b)], c[~np.isnan(c)]
     if b.size == 0 or c.size == 0:
         return float("nan"), float("nan"), float("nan")
-    ratio = _ratio(float(np.median(b)), float(np.median(c)))
+    ratio = _ratio(float(stat(b, axis=0)), float(stat(c, axis=0)))
     rng = np.random.default_rng(seed)
     if paired:
-        bb, cc = _boot_medians((b, c), rng, n_resamples)
+        bb, cc = _boot_stats((b, c), rng, n_resamples, stat)
     else:
-        (bb,) = _boot_medians((b,), rng, n_resamples)
-        (cc,) = _boot_medians((c,), rng, n_resamples)
+        (bb,) = _boot_stats((b,), rng, n_resamples, stat)
+        (cc,) = _boot_stats((c,), rng, n_resamples, stat)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(cc == 0, np.where(bb == 0, np.nan, np.inf), bb / cc)
     ratios = ratios[~np.isnan(ratios)]

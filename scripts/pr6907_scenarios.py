@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from radixbench.harness.scenario import bundled_scenarios
+from radixbench.harness.config.scenario import bundled_scenarios
 from radixbench.reports.markdown import pipe_table
 
 BASE, CAND = "heapify/galloping/numpy", "persistent-heap/galloping/numpy"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from radixbench.harness.grid import load_grid
-from radixbench.harness.scenario import load_scenario
+from radixbench.harness.config.grid import load_grid
+from radixbench.harness.config.scenario import load_scenario
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"^```toml\n(.*?)^```", README.read_text(encoding="utf-8"), re.M | re.S)

@@ -1,4 +1,4 @@
-"""Study statistics, crossover, rendering and the PR #6907 check (reports.study*)."""
+"""Study statistics, crossover and rendering (reports.study*)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radixbench.reports.pr6907 import fit_per_leaf_ns, leaves_for_cost, pr6907_section
 from radixbench.reports.study import (
     block_throughput_ratio,
     crossover,
@@ -67,53 +66,8 @@ def test_crossover_first_point_above_the_line_and_log_interpolation() -> None:
     )
 
 
-def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):
-    """Two variants; the candidate's TTFT/E2E are ``speedup`` x shorter after t = 10 s; the
-    baseline's evict calls see ``leaves`` evictable leaves."""
-    rid = np.arange(n)
-    arrival = rid * 0.1
-    reqs = []
-    for v, k in (("base", 1.0), ("cand", speedup)):
-        ttft = np.where(arrival >= 10, 0.2 / k, 0.2)
-        reqs.append(
-            pd.DataFrame(
-                {
-                    "variant": v,
-                    "rid": rid,
-                    "arrival_s": arrival,
-                    "ttft_s": ttft,
-                    "e2e_s": ttft * 3,
-                    "first_token_s": arrival + ttft,
-                    "finish_s": arrival + ttft * 3,
-                    "status": "finished",
-                }
-            )
-        )
-    ops = pd.DataFrame(
-        {
-            "variant": ["base"] * 50 + ["cand"] * 50,
-            "op": "evict",
-            "ns": [leaves * 1000] * 50 + [1000] * 50,
-            "key_len": 0,
-            "result": 16,
-            "tree_nodes": 2 * leaves,
-            "evictable_leaves": leaves,
-            "sim_time_s": np.tile(np.linspace(10, 19, 50), 2),
-        }
-    )
-    ts = pd.DataFrame(
-        {
-            "variant": ["base"] * 20 + ["cand"] * 20,
-            "sim_time_s": np.tile(np.arange(20.0), 2),
-            "step_s": 0.01,
-            "measured_cpu_s": [0.005] * 20 + [0.001] * 20,
-        }
-    )
-    return pd.concat(reqs, ignore_index=True), ops, ts
-
-
-def test_point_rows_measure_the_window_after_the_first_evict() -> None:
-    req, ops, ts = _tables()
+def test_point_rows_measure_the_window_after_the_first_evict(study_tables) -> None:
+    req, ops, ts = study_tables()
     (row,) = point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"])
     assert row["window_start_s"] == 10.0 and row["n_requests"] == 100
     assert row["evictable_leaves"] == 500 and row["tree_nodes"] == 1000
@@ -130,20 +84,8 @@ def test_point_rows_measure_the_window_after_the_first_evict() -> None:
         point_rows(req, ops, ts, family="nope", baseline="base", candidates=["cand"])
 
 
-def _study_rows() -> pd.DataFrame:
-    rows = []
-    for i, (leaves, speedup) in enumerate(((100, 1.0), (1000, 1.001), (10000, 1.5))):
-        req, ops, ts = _tables(speedup=speedup, leaves=leaves)
-        for r in point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"]):
-            r.update(point=i, requests=200, kv_capacity_tokens=1000 * leaves, point_wall_s=1.0)
-            r["overloaded"] = "heapify" if leaves == 10000 else ""
-            r["candidate"] = "persistent-heap"
-            rows.append(r)
-    return pd.DataFrame(rows)
-
-
-def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path) -> None:
-    points = _study_rows()
+def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path, study_rows) -> None:
+    points = study_rows
     meta = {
         "name": "eviction",
         "mode": "quick",
@@ -154,7 +96,8 @@ def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path) -> None:
         "candidates": ("persistent-heap",),
         "wall_s": 1.0,
     }
-    out = write_study(tmp_path, points, meta)
+    extra = (lambda pts: ["## An extra section", f"{len(pts)} rows"],)
+    out = write_study(tmp_path, points, meta, extra)
     for f in ("points.parquet", "points.csv", "crossover.csv", "study.md"):
         assert (tmp_path / f).is_file()
     assert out["plot"].is_file() and out["plot"].with_suffix(".svg").is_file()
@@ -163,27 +106,8 @@ def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path) -> None:
     assert ttft["x_first"] == 10000
     text = (tmp_path / "study.md").read_text()
     assert "> 1 % better from 10,000 evictable leaves" in text
-    assert "PR #6907" in text and "−82 ms" in text
+    assert text.rstrip().endswith("## An extra section\n3 rows")  # after the method
     # the load of every point is stated, and the verdict warns when its largest point queues
     rows = [x for x in text.splitlines() if x.startswith("| ") and "| persistent-heap |" in x]
     assert [x.split(" | ")[-2] for x in rows] == ["served", "served", "overloaded: heapify"]
     assert "(overloaded there: heapify; its latency ratios include queueing)" in text
-
-
-def test_pr6907_leaves_needed_by_log_log_interpolation() -> None:
-    assert fit_per_leaf_ns(np.array([1000, 2000]), np.array([2e6, 4e6])) == pytest.approx(2000)
-    # cost ~ leaves^2 between the points: 1e7 ns lies at 10^3.5 leaves
-    got, ex = leaves_for_cost(np.array([1000.0, 10000.0]), np.array([1e6, 1e8]), 1e7)
-    assert got == pytest.approx(10**3.5) and not ex
-    got, ex = leaves_for_cost(np.array([1000.0, 10000.0]), np.array([1e6, 1e8]), 1e10)
-    assert got == pytest.approx(1e5) and ex
-    assert np.isnan(leaves_for_cost(np.array([1.0]), np.array([1.0]), 1.0)[0])
-    text = "\n".join(pr6907_section(_study_rows()))
-    # the fixture saves 1,000 x (leaves - 1) ns per call: 82 ms at 1 call per request lies
-    # beyond its largest tree (10,000 leaves), so the figure is extrapolated
-    need, _ = leaves_for_cost(np.array([100.0, 1000.0, 10000.0]),
-                              1000 * (np.array([100.0, 1000.0, 10000.0]) - 1), 0.082e9)  # fmt: skip
-    assert f"| 1.0 | 82.0 ms | {need:,.0f} (extrapolated) |" in text
-    assert (
-        "first reaches 82 ms at 10,000 leaves" in text and "at 1,000 leaves it was 0.6 ms" in text
-    )

@@ -16,7 +16,7 @@ import torch
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.integrity import check_integrity
 from radixbench.cache.matcher import MATCHERS
-from radixbench.harness.equivalence import check_equivalence
+from radixbench.harness.experiments.equivalence import check_equivalence
 from radixbench.sim import SimConfig, Variant, VariantSim
 from radixbench.sim.accounting import kv_account
 from radixbench.sim.config import VARIANT_COLUMNS

@@ -1,0 +1,72 @@
+"""The sections of ``BENCHMARKS.md``: ``bench sim`` writes its ``Simulator speed`` section
+between :data:`START` and :data:`END` and leaves the rest of the file as it was
+(:func:`write_section`); ``bench cache`` and ``bench alloc`` rewrite the whole file and keep that
+section after their text (:func:`write_document`). Every write is atomic, with the mode a plain
+write would give (``reports._atomic.atomic_paths``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from radixbench.bench.sim import SimBench, lines
+from radixbench.reports._atomic import atomic_paths
+
+__all__ = ["END", "START", "markdown", "with_section_of", "write_document", "write_section"]
+
+START = "<!-- bench-sim:start -->"
+END = "<!-- bench-sim:end -->"
+
+
+def markdown(b: SimBench, command: str) -> str:
+    """The ``Simulator speed`` section, markers included."""
+    body = [START, "## Simulator speed", "", f"Regenerate: `{command}`", ""]
+    body += [
+        "Figures of `radixbench bench sim` (bench/sim.py), on the machine below; "
+        "every cache operation real and timed with `perf_counter_ns`. The whole trace is the "
+        "best of its fresh-process runs (each listed).",
+        "",
+    ]
+    body += [f"  - {x.strip()}" if x.startswith(" ") else f"- {x}" for x in lines(b)]
+    body += ["", "Machine:", ""]
+    body += [f"- {k}: {v}" for k, v in b.env.items()]
+    body += [END]
+    return "\n".join(body) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
+    section, or appended after a blank line; the file is created if missing). Atomic, with the
+    mode a plain write would give (``reports._atomic.atomic_paths``)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old = _section(text)
+    if old is not None:
+        head, rest = text.split(old, 1)
+        tail = rest.lstrip("\n")
+        new = head + section + ("\n" + tail if tail else "")
+    else:
+        new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
+    with atomic_paths(path) as (tmp,):
+        tmp.write_text(new, encoding="utf-8")
+
+
+def with_section_of(path: Path, text: str) -> str:
+    """``text`` followed by the ``Simulator speed`` section ``path`` holds now (nothing when
+    the file or the section is missing): so that ``bench cache`` / ``bench alloc``, which
+    rewrite the whole file, keep the figures of the last ``bench sim``. Reads only."""
+    section = _section(path.read_text(encoding="utf-8") if path.exists() else "")
+    return text if section is None else text.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def _section(text: str) -> str | None:
+    """The first ``START ... END`` span of ``text`` (markers included), or None."""
+    i = text.find(START)
+    j = text.find(END, i) if i >= 0 else -1
+    return text[i : j + len(END)] if j >= 0 else None
+
+
+def write_document(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, keeping the file's ``Simulator speed`` section
+    (``bench sim``'s) after it (:func:`with_section_of`)."""
+    text = with_section_of(path, text)
+    with atomic_paths(path) as (tmp,):
+        tmp.write_text(text, encoding="utf-8")

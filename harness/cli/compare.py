@@ -1,0 +1,200 @@
+"""``radixbench compare [SCENARIO]``: one scenario, several cache algorithm variants, one report.
+
+SCENARIO is a scenario TOML file or a bundled scenario name (``radixbench scenarios`` lists
+them; default ``shared-prefix-serving``). Flags given explicitly override the scenario's values
+(:mod:`~radixbench.harness.cli.scenario_args`). Argument parsing and printing only: the run is
+:func:`radixbench.harness.experiments.compare.run_compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
+from radixbench.harness.cli.util import UsageError
+from radixbench.harness.experiments.compare import CompareSpec, run_compare
+from radixbench.reports.axes import AXES
+from radixbench.reports.record import RunMeta
+from radixbench.sim.config import Variant
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``compare`` to the subcommands."""
+    c = sub.add_parser("compare", help="run one scenario under several cache algorithm variants")
+    c.set_defaults(func=run)
+    add_compare_arguments(c)
+
+
+def add_compare_arguments(c: argparse.ArgumentParser) -> None:
+    """Add every argument of ``compare`` to ``c``: the scenario arguments
+    (:func:`~radixbench.harness.cli.scenario_args.add_scenario_arguments`, with ``--baseline``),
+    ``--device``, ``--out`` and ``--no-progress``; shared with ``profile``. Read them back with
+    :func:`spec_from_args`."""
+    add_scenario_arguments(c, simulation=True, baseline=True)
+    c.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="where the KV pool and batch tensors live (auto: cuda when present)",
+    )
+    c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
+    c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def spec_from_args(args: argparse.Namespace) -> CompareSpec:
+    """The :class:`CompareSpec` the arguments of :func:`add_compare_arguments` describe.
+
+    Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
+    """
+    scenario = scenario_from_args(args)
+    return CompareSpec(
+        scenario=scenario,
+        on_bad_line=args.on_bad_line,
+        device=args.device,
+        out=args.out,
+        baseline=parse_baseline(getattr(args, "baseline", None), scenario.variants),
+    )
+
+
+def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, str] | None:
+    """``--baseline``: comma list of ``AXIS=VALUE`` or bare ``VALUE`` (its axis found among the
+    run's variants) -> ``{axis: value}``; None for no text. Raises :class:`UsageError` (one
+    line) for an unknown axis or a value no variant of the run has on that axis."""
+    if not text:
+        return None
+    have = {
+        "evictor": {v.evictor for v in variants if v.impl == "radixbench"},
+        "matcher": {v.matcher for v in variants if v.impl == "radixbench"},
+        "flatten": {v.flatten for v in variants},
+    }
+    out: dict[str, str] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        axis, sep, value = item.partition("=")
+        if not sep:
+            axis, value = "", item
+            axes = [a for a, vals in have.items() if value in vals]
+            if not axes:
+                known = sorted(set().union(*have.values()))
+                raise UsageError(
+                    f"--baseline: {value!r} is no evictor, matcher or flatten of this run's "
+                    f"variants ({', '.join(known)})"
+                )
+            axis = axes[0]
+        if axis not in have:
+            raise UsageError(f"--baseline: unknown axis {axis!r} (evictor, matcher, flatten)")
+        if value not in have[axis]:
+            raise UsageError(
+                f"--baseline: {axis} {value!r} is not run (this run's {axis} values: "
+                f"{', '.join(sorted(have[axis])) or 'none'})"
+            )
+        out[axis] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison; exit 0 if equivalent (or clock coupled), 1 if variants diverged."""
+    spec = spec_from_args(args)
+    outcome = run_compare(spec, progress=False if args.no_progress else None)
+    _print_summary(outcome.report, outcome.equivalence, outcome.meta)
+    _print_metrics(outcome.metrics)
+    # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
+    wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
+    print(
+        f"\nwall time {wall:.1f} s (+ {outcome.wall_s - wall:.1f} s writing the report); "
+        f"report: {outcome.run_dir / 'report.md'}"
+    )
+    _print_answer(outcome.report)
+    if spec.sim.clock == "coupled":
+        # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
+        print("clock coupled: schedules depend on measured CPU time; equivalence not required")
+        return 0
+    return 0 if outcome.equivalence["ok"] else 1
+
+
+def _print_answer(report: dict) -> None:
+    """The report's answer, last: overload flags and load, one headline line per compared
+    axis, the serving effect (:func:`radixbench.reports.headline.answer`)."""
+    ans = report.get("answer")
+    if ans is None:
+        return
+    print("\nanswer:")
+    for line in ans.lines:
+        print(f"  {line}")
+
+
+def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
+    ops: pd.DataFrame = report["op_summary"]
+    keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
+    cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(keep[cols].to_string(index=False))
+        print()
+        summary = report["variant_summary"]
+        print(summary.drop(columns=[c for c in AXES if c in summary]).to_string(index=False))
+        if len(report["speedups"]):
+            print()
+            print(report["speedups"].to_string(index=False))
+    if meta is not None:
+        achieved = report["variant_summary"]["prefix_hit_rate"]
+        ceil = meta.hit_rate_ceiling or {}
+        a = float(achieved.median()) if len(achieved) else float("nan")
+        covered = f" over the {ceil['requests']:,} finished requests" if "requests" in ceil else ""
+        if ceil.get("rejected"):
+            covered += f" ({ceil['rejected']:,} rejected, left out of both)"
+        print(
+            f"\nscenario: {meta.scenario}\nprefix hit rate: achieved {a:.3f} | "
+            f"infinite-cache ceiling {ceil.get('all', float('nan')):.3f} (last half "
+            f"{ceil.get('last_half', float('nan')):.3f}){covered}"
+        )
+        belady = meta.hit_rate_belady
+        if isinstance(belady, dict) and isinstance(belady.get("all"), float):
+            print(
+                f"Belady bound (optimal eviction) at {belady.get('kv_capacity_tokens', 0):,} KV "
+                f"tokens: {belady['all']:.3f} over the same requests"
+            )
+        print(f"skipped malformed trace lines: {meta.skipped_lines}")
+        for err in meta.skipped_line_errors[:3]:
+            print(f"  {err}")
+        impls = meta.implementations
+        if any(e["spec"] != "radixbench" for e in impls):
+            print("implementations (files sha256 in the report):")
+            for e in impls:
+                core = f", {e['tree_core']} tree core" if e.get("tree_core") else ""
+                print(f"  {e['impl']}: {e['version']} at {e['origin']} ({e['class']}{core})")
+    if eq["ok"]:
+        print(
+            f"\nequivalence: OK — all {len(eq['variants'])} variants saw identical prefix hits "
+            f"for all {eq['n_requests']} requests"
+        )
+    else:
+        d = eq["first_diff"]
+        print(f"\nequivalence: DIVERGED — first differing request rid={d['rid']}: {d['values']}")
+
+
+_METRIC_COLS = [
+    "variant",
+    "request_throughput",
+    "output_throughput",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "p99_itl_ms",
+    "mean_e2el_ms",
+    "prefix_hit_rate",
+    "retractions",
+    "mean_kv_util",
+]
+
+
+def _print_metrics(metrics: pd.DataFrame) -> None:
+    """Serving metrics per variant (vllm bench serve names), stating the clock mode."""
+    if not len(metrics):
+        return
+    clock = ", ".join(sorted(set(metrics["clock"])))
+    print(f"\nserving metrics (simulated; clock {clock}):")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(metrics[_METRIC_COLS].round(4).to_string(index=False))

@@ -1,0 +1,70 @@
+"""``radixbench study eviction|matching|FILE``: where an algorithm change matters.
+
+Runs the study's points (the quantity the algorithm's cost scales with: evictable leaves, or
+matched length) on Dask under the coupled clock, and writes a run folder with the plot, the
+points table and ``study.md`` (verdict, crossover). Study files:
+:mod:`radixbench.harness.config.study`; the run: :mod:`radixbench.harness.experiments.study`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from radixbench.harness.cli.scenario_args import add_set_argument
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``study`` to the subcommands."""
+    p = sub.add_parser(
+        "study",
+        help="serving effect of an algorithm family vs the quantity its cost scales with",
+        description=__doc__.splitlines()[0].replace("``", ""),
+    )
+    p.set_defaults(func=run)
+    p.add_argument(
+        "study",
+        help="bundled study (eviction, matching) or a study TOML file",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer and smaller points (a few minutes on 2 cores) instead of the full range",
+    )
+    p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder (default runs)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="use an existing Dask cluster")
+    p.add_argument("--workers", type=int, help="LocalCluster worker processes (default: cores)")
+    add_set_argument(
+        p, help="override a scenario key at every point (TOML value), e.g. arrivals.rate=30"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the study, print its verdict lines and the paths; exit 0 (2 on bad input)."""
+    from radixbench.harness.cli.scenario_args import set_overrides
+    from radixbench.harness.cli.util import UsageError, check_scheduler
+    from radixbench.harness.config.study import load_study
+    from radixbench.harness.experiments.study import run_study
+
+    check_scheduler(args.scheduler)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: must be > 0, got {args.workers}")
+    extra = set_overrides(args.set)
+    spec = load_study(args.study, quick=args.quick)
+    if extra:  # validate the overrides on every point before starting the cluster
+        spec.check_overrides(extra)
+    outcome = run_study(
+        spec,
+        args.out,
+        args.scheduler,
+        args.workers,
+        progress=False if args.no_progress else None,
+        extra=extra or None,
+    )
+    for line in outcome.summary["verdicts"]:
+        print(line.replace("**", ""))
+    print(f"\nstudy: {outcome.summary['study_md']}")
+    print(f"plot: {outcome.summary['plot']}")
+    print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")
+    return 0

@@ -1,0 +1,256 @@
+"""Scenario files: TOML that says what to simulate, validated into a :class:`Scenario`.
+
+Layout (documented in README.md): top-level ``description`` (one line, required) and ``seed``
+(int); tables ``[workload]`` (``kind`` plus that kind's parameters, see
+:data:`radixbench.workloads.sources.SOURCES`), ``[arrivals]``
+(:class:`radixbench.workloads.arrivals.Arrivals`), ``[cache]`` / ``[scheduler]`` (fields of
+:class:`radixbench.sim.config.SimConfig`, any field in either table, never both), ``[cost]``
+(fields of SimConfig's cost-model dataclass) and ``[variants]`` (``evictors``, ``matchers``,
+``flatten`` and ``impls`` lists; the run is the product evictors x matchers x flatten for the
+``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.config.impl`).
+
+Tables map onto the dataclasses by field introspection: key = field name, the value's type is
+checked against the field's annotation, unknown keys are refused, and the dataclass's own
+``__post_init__`` validates values. Every error is a :class:`ScenarioError`, one line
+``"<file>: <key.path>: <reason>"``. Overrides (``--set``, ``--trace``) are applied to the
+document before validation (:mod:`radixbench.harness.config.overrides`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
+from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
+from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
+from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
+from radixbench.sim.cost import load_cost_model
+from radixbench.workloads.arrivals import Arrivals
+from radixbench.workloads.sources import SOURCES
+from radixbench.workloads.trace import BAD_LINE_POLICIES
+
+__all__ = [
+    "DEFAULT_SCENARIO",
+    "Scenario",
+    "ScenarioError",
+    "bundled_scenarios",
+    "load_scenario",
+    "resolve_scenario",
+]
+
+DEFAULT_SCENARIO = "shared-prefix-serving"
+"""The bundled scenario ``radixbench compare`` runs when given none."""
+
+_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants")
+_DEFAULT_VARIANTS = {
+    "evictors": ["heapify", "persistent-heap"],
+    "matchers": ["linear", "galloping"],
+    "flatten": ["chain"],
+    "impls": ["radixbench"],
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. ``workload`` is the parameter dataclass of ``kind``; ``sim``
+    carries the seed; ``base_dir`` is the folder relative trace paths start from."""
+
+    name: str
+    file: str
+    description: str
+    seed: int
+    kind: str
+    workload: Any
+    arrivals: Arrivals
+    sim: SimConfig
+    variants: tuple[Variant, ...]
+    on_bad_line: str = "error"
+    base_dir: pathlib.Path | None = None
+
+
+def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
+    value = doc.get(name, {})
+    if not isinstance(value, dict):
+        raise ScenarioError(file, name, f"must be a table, got {type(value).__name__}")
+    return value
+
+
+def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, ...]:
+    for key in table:
+        if key not in _DEFAULT_VARIANTS:
+            raise ScenarioError(
+                file, f"variants.{key}", f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}"
+            )
+    lists = {}
+    for key, default in _DEFAULT_VARIANTS.items():
+        names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
+        if not names:
+            raise ScenarioError(file, f"variants.{key}", "must not be empty")
+        lists[key] = names
+    try:
+        impls = resolve_impls(lists["impls"])
+        check_policy(impls, policy)
+    except ImplError as exc:
+        raise ScenarioError(file, "variants.impls", str(exc)) from None
+    try:
+        out = impl_variants(impls, lists["evictors"], lists["matchers"], lists["flatten"])
+    except ValueError as exc:
+        bad = (
+            "evictors"
+            if "evictor" in str(exc)
+            else "matchers"
+            if "matcher" in str(exc)
+            else "flatten"
+        )
+        raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
+    if len({v.name for v in out}) != len(out):
+        raise ScenarioError(file, "variants", "variants repeat")
+    return tuple(out)
+
+
+def parse_scenario(
+    doc: dict[str, Any], file: str, name: str = "", base_dir: pathlib.Path | None = None
+) -> Scenario:
+    """Validate a parsed TOML document (see the module docstring) into a :class:`Scenario`."""
+    for key in doc:
+        if key not in _TOP:
+            raise ScenarioError(file, key, f"unknown key; known: {', '.join(_TOP)}")
+    desc = doc.get("description")
+    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
+        raise ScenarioError(file, "description", "a one-line string is required")
+    seed = coerce(doc.get("seed", 0), int, "seed", file)
+    if seed < 0:
+        raise ScenarioError(file, "seed", f"must be >= 0, got {seed}")
+    work = dict(_table(doc, "workload", file))
+    kind = work.pop("kind", None)
+    if kind not in SOURCES:
+        raise ScenarioError(
+            file, "workload.kind", f"must be one of {', '.join(SOURCES)}, got {kind!r}"
+        )
+    on_bad = work.pop("on_bad_line", "error")
+    if on_bad not in BAD_LINE_POLICIES:
+        raise ScenarioError(
+            file, "workload.on_bad_line", f"must be one of {', '.join(BAD_LINE_POLICIES)}"
+        )
+    params = build_dataclass(SOURCES[kind], work, "workload", file)
+    arrivals = build_dataclass(Arrivals, _table(doc, "arrivals", file), "arrivals", file)
+    if kind not in ("mooncake", "azure", "trace") and arrivals.process == "trace":
+        raise ScenarioError(
+            file,
+            "arrivals.process",
+            f"a {kind} workload has no timestamps; use poisson, gamma or constant",
+        )
+    table: dict[str, Any] = {}
+    paths: dict[str, str] = {"seed": "seed"}
+    for tname in SIM_TABLES:
+        for key, value in _table(doc, tname, file).items():
+            if key in ("seed", "cost"):
+                raise ScenarioError(file, f"{tname}.{key}", f"set it as top-level {key}")
+            if key in paths:
+                raise ScenarioError(file, f"{tname}.{key}", f"also set in {paths[key]}")
+            table[key], paths[key] = value, f"{tname}.{key}"
+    sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
+    if "cost" in doc:
+        sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
+    variants = _variants(_table(doc, "variants", file), file, sim.policy)
+    return Scenario(
+        name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
+    )
+
+
+def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
+    """``sim`` with the cost model of a ``[cost]`` table: ``model`` names the base model (linear,
+    a preset, or a TOML file; default the simulator's), the other keys override its fields."""
+    model = table.pop("model", DEFAULT_COST_MODEL)
+    if not isinstance(model, str):
+        raise ScenarioError(file, "cost.model", "expected a model name or a TOML path")
+    try:
+        base = load_cost_model(model)
+    except (ValueError, OSError) as e:
+        raise ScenarioError(file, "cost.model", str(e).splitlines()[0]) from None
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    cost = build_dataclass(type(base), {**fields, **table}, "cost", file)
+    try:
+        return dataclasses.replace(sim, cost=cost)
+    except ValueError as e:
+        raise ScenarioError(file, "cost.model", str(e)) from None
+
+
+def bundled_scenarios() -> dict[str, pathlib.Path]:
+    """Bundled scenario name -> path (``radixbench.workloads.scenarios/*.toml``), sorted."""
+    from radixbench.workloads import scenarios
+
+    root = resources.files(scenarios)
+    return {
+        p.name[: -len(".toml")]: pathlib.Path(str(p))
+        for p in sorted(root.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".toml")
+    }
+
+
+def resolve_scenario(ref: str) -> pathlib.Path:
+    """A scenario path from a file path or a bundled name; ``ScenarioError`` if neither."""
+    bundled = bundled_scenarios()
+    if ref in bundled:
+        return bundled[ref]
+    path = pathlib.Path(ref).expanduser()
+    if path.suffix == ".toml" or path.exists():
+        return path
+    raise ScenarioError(
+        ref, None, f"no such scenario file or bundled scenario; bundled: {', '.join(bundled)}"
+    )
+
+
+def load_scenario(
+    ref: str | pathlib.Path,
+    overrides: dict[str, Any] | None = None,
+    trace: pathlib.Path | None = None,
+    origins: dict[str, str] | None = None,
+) -> Scenario:
+    """Read and validate a scenario (file path or bundled name).
+
+    ``overrides``: dotted key -> value applied to the TOML document before validation
+    (``None`` deletes the key), e.g. ``{"arrivals.max_requests": 50}``; ``sim.<field>`` or a
+    bare ``SimConfig`` field name (``page_size``) goes to whichever of ``[cache]`` /
+    ``[scheduler]`` already sets it (else ``[cache]``). ``trace``: a trace file (absolute
+    path) replacing the workload, applied before ``overrides``
+    (:func:`~radixbench.harness.config.overrides.apply_trace`). Raises
+    :class:`ScenarioError` (one line naming the file and key path; for a key set by an
+    override with an entry in ``origins`` — override key -> what set it, e.g.
+    ``{"variants.evictors": "--evictors"}`` — that origin instead of the file), or
+    :class:`~radixbench.workloads.trace.TraceError` when ``trace`` cannot be read.
+    """
+    path = resolve_scenario(str(ref))
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(file, None, f"cannot read scenario: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(file, None, f"not UTF-8 text: {exc.reason}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(file, None, f"invalid TOML: {exc}") from None
+    if trace is not None:
+        apply_trace(doc, trace)
+    blame: dict[str, str] = {}
+    for key, value in (overrides or {}).items():
+        resolved = apply_override(doc, key, value, file)
+        if origins and key in origins:
+            blame[resolved] = origins[key]
+    name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
+    try:
+        return parse_scenario(doc, file, name, path.parent.resolve())
+    except ScenarioError as exc:
+        origin = next(
+            (o for k, o in blame.items() if exc.key and (exc.key + ".").startswith(k + ".")), None
+        )
+        if origin is None:
+            raise
+        raise ScenarioError(origin, exc.key, exc.reason) from None

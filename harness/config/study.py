@@ -1,0 +1,227 @@
+"""Study files: the TOML that defines a ``radixbench study``, validated into a :class:`StudySpec`.
+
+A study file (TOML; ``eviction`` and ``matching`` are bundled,
+``harness/config/studies/study-<name>.toml``)
+names a family, a base scenario, its overrides, the baseline and candidate variants of the
+family's axis and, per mode (``quick`` / ``full``), the points: lists of scenario overrides
+zipped position by position (all lists of one mode have the same length)::
+
+    description = "..."                  # one line
+    family = "eviction"                  # eviction (evictor axis) | matching (matcher axis)
+    scenario = "eviction-pressure"       # bundled name, or a path relative to this file
+    seed = 0
+    [base]                               # scenario overrides of every point (dotted keys)
+    "sim.clock" = "coupled"
+    [variants]
+    baseline = "heapify"
+    candidates = ["persistent-heap", "lru-list"]
+    [points.quick]
+    "sim.kv_capacity_tokens" = [16000, 64000]
+    "workload.sessions" = [600, 1000]
+    sections = ["pr6907"]                # optional: extra study.md sections (:data:`SECTIONS`)
+
+Every point's scenario is loaded when the file is, so a bad key fails before any work starts.
+:mod:`radixbench.harness.experiments.study` runs the points. An extra section is study-specific
+prose computed from the points (e.g. the check of SGLang PR #6907's claim): a module beside the
+bundled study that uses it, in :mod:`radixbench.harness.config.studies`, named by the study file
+(``sections``; a file that names none gets :data:`DEFAULT_SECTIONS` of its family).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from radixbench.harness.config.scenario import Scenario, load_scenario
+from radixbench.harness.config.studies.pr6907 import pr6907_section
+from radixbench.reports.study import FAMILIES
+
+__all__ = [
+    "DEFAULT_SECTIONS",
+    "SECTIONS",
+    "StudyError",
+    "StudySpec",
+    "bundled_studies",
+    "load_study",
+]
+
+_TOP = {"description", "family", "scenario", "seed", "base", "variants", "points", "sections"}
+_MODES = ("quick", "full")
+
+#: Extra ``study.md`` sections a study file may name: name -> function of the points table
+#: (one row per point and candidate) returning Markdown lines, appended after the method.
+SECTIONS: dict[str, Callable[[pd.DataFrame], list[str]]] = {"pr6907": pr6907_section}
+#: The sections of a study file that names none, by family: an eviction study checks PR
+#: #6907's claim (as every eviction study did before study files named their sections).
+DEFAULT_SECTIONS: dict[str, tuple[str, ...]] = {"eviction": ("pr6907",)}
+
+
+class StudyError(ValueError):
+    """A study file is malformed; one line naming the file and the key."""
+
+    def __init__(self, file: str, key: str | None, reason: str) -> None:
+        super().__init__(f"{file}: {key}: {reason}" if key else f"{file}: {reason}")
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A validated study in one mode. ``points``: one override dict per point (dotted scenario
+    keys, applied after ``base``); ``scenario``: a bundled name or an absolute path."""
+
+    name: str
+    file: str
+    description: str
+    family: str
+    scenario: str
+    seed: int
+    base: dict[str, Any]
+    baseline: str
+    candidates: tuple[str, ...]
+    points: tuple[dict[str, Any], ...]
+    mode: str
+    sections: tuple[str, ...] = ()
+
+    @property
+    def axis_key(self) -> str:
+        """The scenario key listing the family's variants (``variants.evictors`` / ...)."""
+        return {"evictor": "variants.evictors", "matcher": "variants.matchers"}[
+            FAMILIES[self.family][0]
+        ]
+
+    def overrides(self, i: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Scenario overrides of point ``i``: base, the point, ``extra``, the variants, seed."""
+        return {
+            **self.base,
+            **self.points[i],
+            **(extra or {}),
+            self.axis_key: [self.baseline, *self.candidates],
+            "variants.impls": ["radixbench"],
+            "seed": self.seed,
+        }
+
+    def check_overrides(self, extra: dict[str, Any]) -> None:
+        """Load every point's scenario with ``extra`` overrides (``--set``) too, so that a bad
+        one fails before any work starts; raises what ``load_scenario`` raises. Reads only."""
+        for i in range(len(self.points)):
+            load_scenario(self.scenario, self.overrides(i, extra))
+
+    def section_functions(self) -> tuple[Callable[[pd.DataFrame], list[str]], ...]:
+        """The functions of this study's extra ``study.md`` sections (:data:`SECTIONS`)."""
+        return tuple(SECTIONS[name] for name in self.sections)
+
+    def variant_names(self, scenario: Scenario) -> tuple[str, list[str]]:
+        """(baseline variant name, candidate variant names) of a point's scenario."""
+        axis = FAMILIES[self.family][0]
+        names = {getattr(v, axis): v.name for v in scenario.variants}
+        return names[self.baseline], [names[c] for c in self.candidates]
+
+
+def bundled_studies() -> dict[str, Path]:
+    """Bundled study name -> path (``radixbench.harness.config.studies/study-<name>.toml``)."""
+    from radixbench.harness.config import studies
+
+    root = resources.files(studies)
+    return {
+        p.name[len("study-") : -len(".toml")]: Path(str(p))
+        for p in sorted(root.iterdir(), key=lambda p: p.name)
+        if p.name.startswith("study-") and p.name.endswith(".toml")
+    }
+
+
+def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
+    """Read and validate a study (bundled name or TOML path) in the ``quick`` or full mode.
+
+    Every point's scenario is loaded too, so a bad key fails here, before any work starts.
+    Raises :class:`StudyError` (or ``ScenarioError``), one line naming file and key.
+    """
+    bundled = bundled_studies()
+    path = bundled.get(str(ref)) or Path(ref).expanduser()
+    file = str(path)
+    if str(ref) not in bundled and not path.is_file():
+        raise StudyError(
+            file, None, f"no such study file or bundled study; bundled: {', '.join(bundled)}"
+        )
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StudyError(file, None, f"invalid TOML: {e}") from None
+    for key in doc:
+        if key not in _TOP:
+            raise StudyError(file, key, f"unknown key; known: {', '.join(sorted(_TOP))}")
+    desc = doc.get("description")
+    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
+        raise StudyError(file, "description", "a one-line string is required")
+    family = doc.get("family")
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise StudyError(file, "family", f"must be one of {', '.join(FAMILIES)}, got {family!r}")
+    scen = doc.get("scenario")
+    if not isinstance(scen, str):
+        raise StudyError(file, "scenario", "a bundled scenario name or a path is required")
+    if scen.endswith(".toml") and not Path(scen).is_absolute():
+        scen = str((path.parent / scen).resolve())
+    seed = doc.get("seed", 0)
+    if not isinstance(seed, int) or seed < 0:
+        raise StudyError(file, "seed", f"must be an int >= 0, got {seed!r}")
+    base = doc.get("base", {})
+    variants = doc.get("variants", {})
+    if not isinstance(base, dict) or not isinstance(variants, dict):
+        raise StudyError(
+            file, "base" if not isinstance(base, dict) else "variants", "must be a table"
+        )
+    baseline, cands = variants.get("baseline"), variants.get("candidates")
+    if not isinstance(baseline, str):
+        raise StudyError(file, "variants.baseline", "a variant name is required")
+    if not isinstance(cands, list) or not cands or not all(isinstance(c, str) for c in cands):
+        raise StudyError(file, "variants.candidates", "a non-empty list of variant names")
+    if baseline in cands or len(set(cands)) != len(cands):
+        raise StudyError(file, "variants.candidates", "variants repeat")
+    mode = "quick" if quick else "full"
+    table = doc.get("points", {}).get(mode)
+    if not isinstance(table, dict) or not table:
+        raise StudyError(file, f"points.{mode}", "a table of override lists is required")
+    lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in table.items()}
+    if min(lengths.values()) < 1 or len(set(lengths.values())) != 1:
+        raise StudyError(file, f"points.{mode}", f"lists of one equal, non-zero length: {lengths}")
+    n = next(iter(lengths.values()))
+    points = tuple({k: v[i] for k, v in table.items()} for i in range(n))
+    sections = doc.get("sections", list(DEFAULT_SECTIONS.get(family, ())))
+    if not isinstance(sections, list) or not all(isinstance(x, str) for x in sections):
+        raise StudyError(file, "sections", "a list of section names is required")
+    for name in sections:
+        if name not in SECTIONS:
+            raise StudyError(
+                file, "sections", f"unknown section {name!r}; known: {', '.join(SECTIONS)}"
+            )
+    spec = StudySpec(
+        path.name.removeprefix("study-").removesuffix(".toml"),
+        file,
+        desc.strip(),
+        family,
+        scen,
+        seed,
+        dict(base),
+        baseline,
+        tuple(cands),
+        points,
+        mode,
+        tuple(sections),
+    )
+    for i in range(n):
+        try:
+            scenario = load_scenario(spec.scenario, spec.overrides(i))
+        except ValueError as e:
+            raise StudyError(file, f"points.{mode}[{i}]", str(e).splitlines()[0]) from None
+        if len(scenario.variants) != 1 + len(cands):
+            raise StudyError(
+                file,
+                "base",
+                f"{len(scenario.variants)} variants per point; set the other variant axes "
+                'to one value each (e.g. "variants.flatten" = ["numpy"])',
+            )
+    return spec

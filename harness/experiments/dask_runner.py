@@ -1,0 +1,78 @@
+"""The one Dask runner of ``sweep`` and ``study``: a cluster, tasks submitted to it, their results
+handled as they complete, under a progress bar.
+
+``dask.distributed`` is imported when a run starts, never at module import.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+__all__ = ["client", "run_on_dask"]
+
+T = TypeVar("T")
+
+
+def client(scheduler: str | None, workers: int | None) -> Any:
+    """A ``distributed.Client``: of the cluster at ``scheduler`` (``tcp://host:port``; 10 s to
+    connect), else of a new ``LocalCluster`` of ``workers`` single-threaded worker processes
+    (default: one per core; logs silenced, dashboard on a free port) that closing the client's
+    ``cluster`` stops."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        return Client(scheduler, timeout="10s")
+    cluster = LocalCluster(
+        n_workers=workers or os.cpu_count() or 1,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.CRITICAL,
+    )
+    return Client(cluster)
+
+
+def run_on_dask(
+    submit: Callable[[Any], Mapping[Any, T]],
+    on_done: Callable[[T, Any], None],
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    desc: str,
+    unit: str,
+    total: int | None = None,
+    initial: int = 0,
+) -> None:
+    """Start a client (:func:`client`), let ``submit(client)`` submit the tasks (returns future
+    -> the item it computes), and call ``on_done(item, future)`` for each future as it
+    completes (``future.exception()`` / ``future.result()`` are the caller's to read; an
+    exception ``on_done`` raises stops the run). A ``tqdm`` bar ``desc`` counts completions in
+    ``unit`` out of ``total`` (default: the tasks submitted), starting at ``initial``;
+    ``progress`` None shows it only on a terminal. The client, and a ``LocalCluster`` it
+    started, are closed on the way out, also on error or Ctrl-C."""
+    from distributed import as_completed
+
+    dask = client(scheduler, workers)
+    try:
+        futures = submit(dask)
+        with tqdm(
+            total=len(futures) if total is None else total,
+            initial=initial,
+            unit=unit,
+            desc=desc,
+            disable=None if progress is None else not progress,
+        ) as bar:
+            for fut in as_completed(futures):
+                on_done(futures[fut], fut)
+                bar.update(1)
+    finally:
+        cluster = getattr(dask, "cluster", None)
+        dask.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,58 @@
+"""A saved run's reports re-rendered (:func:`rerender`): ``radixbench plot RUN_DIR`` re-renders
+every table, plot and report of a finished run from its saved Parquet tables and its record
+(``radixbench.reports.record.read_run``), without re-running the simulation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunFolderError", "rerender"]
+
+# pandas, pyarrow and matplotlib are imported inside the functions: a bad RUN_DIR is answered
+# without loading them.
+
+
+class RunFolderError(ValueError):
+    """A folder is not a readable run folder; the message is one line naming it (or the file)."""
+
+
+def rerender(
+    run_dir: Path, n_resamples: int = 1000, *, svg: bool = False, progress: bool | None = None
+) -> dict[str, Any]:
+    """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
+    with everything the run was made with (its record, ``config.json``: the ``--baseline``,
+    the variants' axes, the scheduler settings), files replaced atomically one by one; the
+    equivalence verdict is recomputed from the per-request table. ``svg``: also write SVG
+    plots; ``progress``: a bar over the report steps on stderr (None = only on a terminal).
+    Returns the :class:`~radixbench.reports.ReportResult`. Raises :class:`RunFolderError`
+    (one line naming the folder or file) when ``run_dir`` is no readable run folder or its
+    tables cannot be rendered."""
+    from radixbench.harness.experiments.equivalence import check_equivalence
+    from radixbench.reports import write_report
+    from radixbench.reports.record import RecordError, read_run
+
+    try:
+        tables, meta = read_run(run_dir)
+    except RecordError as e:
+        raise RunFolderError(str(e)) from None
+    requests, ops = tables["requests"], tables["ops"]
+    assert requests is not None and ops is not None  # read_run requires both
+    try:
+        return dict(
+            write_report(
+                run_dir,
+                requests,
+                ops,
+                meta,
+                check_equivalence(requests),
+                baseline=meta.baseline,
+                timeseries=tables["timeseries"],
+                metrics=tables["metrics"],
+                n_resamples=n_resamples,
+                svg=svg,
+                progress=progress,
+            )
+        )
+    except (KeyError, ValueError) as e:
+        raise RunFolderError(f"{run_dir}: {str(e).splitlines()[0]}") from None

@@ -1,0 +1,120 @@
+"""The requests a run simulates, and the bounds on their prefix hits.
+
+:func:`load_requests` loads or generates a scenario's requests (``compare``, ``replay``,
+``scenarios --ceiling``); :func:`check_fits` refuses a KV pool no request fits in;
+:func:`served_ceiling` and :func:`served_belady` bound the hit rate of the requests a run
+finished (the infinite-cache ceiling, Belady's optimal eviction at the run's KV capacity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from radixbench.harness.config.scenario import Scenario, load_scenario
+from radixbench.sim.belady import belady_bound
+from radixbench.sim.config import SimConfig
+from radixbench.workloads.ceiling import hit_ceiling
+from radixbench.workloads.sources import load_workload
+from radixbench.workloads.trace import TraceError, TraceRequest
+
+__all__ = [
+    "Workload",
+    "check_fits",
+    "load_requests",
+    "scenario_ceiling",
+    "served_belady",
+    "served_ceiling",
+]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests to simulate (first arrival at 0 s), the malformed lines skipped while
+    loading them, and a one-line label of where they came from."""
+
+    requests: list[TraceRequest]
+    skipped: list[TraceError]
+    label: str
+
+
+def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workload:
+    """Load or generate ``scenario``'s requests (deterministic for a given seed).
+
+    ``on_bad_line``: "error" / "skip" for a malformed trace line (None = the scenario's own
+    setting). Raises ``ValueError`` (an empty selection, bad parameters) or :class:`TraceError`
+    (file:line of a malformed line, unless bad lines are skipped).
+    """
+    skipped: list[TraceError] = []
+    sc = scenario
+    requests = load_workload(
+        sc.kind,
+        sc.workload,
+        sc.arrivals,
+        np.random.default_rng(sc.seed),
+        on_bad_line=on_bad_line or sc.on_bad_line,
+        skipped=skipped,
+        base_dir=sc.base_dir,
+    )
+    return Workload(requests, skipped, f"{sc.name}: {sc.description}")
+
+
+def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
+    """(requests, :func:`~radixbench.workloads.ceiling.hit_ceiling`) of scenario ``ref`` (a
+    bundled name or a TOML path) as ``compare`` would load it. Raises what
+    :func:`load_requests` and ``load_scenario`` raise."""
+    reqs = load_requests(load_scenario(ref)).requests
+    return len(reqs), hit_ceiling(reqs)
+
+
+def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
+    """Raise ``ValueError`` (one line naming ``--kv-capacity``) when the scheduler would reject
+    every request: it rejects one whose input + output tokens reach the KV pool (whole pages)
+    or ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
+    after sglang 0.5.23), so such a run would measure nothing."""
+    if not requests:
+        return
+    pool = sim.kv_capacity_tokens // sim.page_size * sim.page_size
+    cap = min(pool, sim.max_context_len_tokens)
+    need = min(r.input_length + r.output_length for r in requests)
+    if need < cap:
+        return
+    if pool <= sim.max_context_len_tokens:
+        raise ValueError(
+            f"--kv-capacity {sim.kv_capacity_tokens} (kv_capacity_tokens): every request would be "
+            f"rejected: the smallest needs {need} KV slots (input + output tokens) and must fit "
+            f"in the pool; use --kv-capacity {(need // sim.page_size + 1) * sim.page_size} or more"
+        )
+    raise ValueError(
+        f"max_context_len_tokens {sim.max_context_len_tokens}: every request would be rejected: "
+        f"the smallest needs {need} tokens (input + output)"
+    )
+
+
+def served_ceiling(trace: list[TraceRequest], requests: pd.DataFrame) -> dict[str, Any]:
+    """Infinite-cache hit-rate ceiling (:func:`hit_ceiling`) over the requests the first
+    variant finished, as if the rejected ones never arrived, so it covers the same requests as
+    the achieved hit rate (over finished requests); plus ``requests`` (covered) and
+    ``rejected`` (left out) counts."""
+    served = _served(trace, requests)
+    return {**hit_ceiling(served), "requests": len(served), "rejected": len(trace) - len(served)}
+
+
+def served_belady(
+    trace: list[TraceRequest], requests: pd.DataFrame, sim: SimConfig
+) -> dict[str, Any]:
+    """Belady's bound (:func:`radixbench.sim.belady.belady_bound`: optimal offline eviction,
+    requests one at a time with the whole KV pool as cache) at the run's KV capacity and page
+    size, over the same finished requests as :func:`served_ceiling`."""
+    return belady_bound(_served(trace, requests), sim.kv_capacity_tokens, sim.page_size)
+
+
+def _served(trace: list[TraceRequest], requests: pd.DataFrame) -> list[TraceRequest]:
+    """The requests of ``trace`` the first variant of the per-request table finished."""
+    first = requests["variant"].iloc[0] if len(requests) else None
+    mine = requests[(requests["variant"] == first) & (requests["status"] == "finished")]
+    done = set(mine["rid"].tolist())
+    return [r for r in trace if r.rid in done]

@@ -1,0 +1,79 @@
+"""Fixtures shared by the test packages: the rows of a synthetic eviction study (used by the
+study rendering in tests/reports and by the study sections in tests/harness/config)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radixbench.reports.study import point_rows
+
+
+def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):
+    """Two variants; the candidate's TTFT/E2E are ``speedup`` x shorter after t = 10 s; the
+    baseline's evict calls see ``leaves`` evictable leaves."""
+    rid = np.arange(n)
+    arrival = rid * 0.1
+    reqs = []
+    for v, k in (("base", 1.0), ("cand", speedup)):
+        ttft = np.where(arrival >= 10, 0.2 / k, 0.2)
+        reqs.append(
+            pd.DataFrame(
+                {
+                    "variant": v,
+                    "rid": rid,
+                    "arrival_s": arrival,
+                    "ttft_s": ttft,
+                    "e2e_s": ttft * 3,
+                    "first_token_s": arrival + ttft,
+                    "finish_s": arrival + ttft * 3,
+                    "status": "finished",
+                }
+            )
+        )
+    ops = pd.DataFrame(
+        {
+            "variant": ["base"] * 50 + ["cand"] * 50,
+            "op": "evict",
+            "ns": [leaves * 1000] * 50 + [1000] * 50,
+            "key_len": 0,
+            "result": 16,
+            "tree_nodes": 2 * leaves,
+            "evictable_leaves": leaves,
+            "sim_time_s": np.tile(np.linspace(10, 19, 50), 2),
+        }
+    )
+    ts = pd.DataFrame(
+        {
+            "variant": ["base"] * 20 + ["cand"] * 20,
+            "sim_time_s": np.tile(np.arange(20.0), 2),
+            "step_s": 0.01,
+            "measured_cpu_s": [0.005] * 20 + [0.001] * 20,
+        }
+    )
+    return pd.concat(reqs, ignore_index=True), ops, ts
+
+
+@pytest.fixture
+def study_tables() -> Callable[..., tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]]:
+    """``_tables(n=200, speedup=2.0, leaves=500)``: the requests, ops and timeseries tables of
+    one synthetic eviction point (variants ``base`` and ``cand``)."""
+    return _tables
+
+
+@pytest.fixture
+def study_rows() -> pd.DataFrame:
+    """Three points (100, 1,000, 10,000 evictable leaves) of one candidate, ``persistent-heap``
+    (speed-ups 1.0, 1.001, 1.5), the largest overloaded under ``heapify``."""
+    rows = []
+    for i, (leaves, speedup) in enumerate(((100, 1.0), (1000, 1.001), (10000, 1.5))):
+        req, ops, ts = _tables(speedup=speedup, leaves=leaves)
+        for r in point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"]):
+            r.update(point=i, requests=200, kv_capacity_tokens=1000 * leaves, point_wall_s=1.0)
+            r["overloaded"] = "heapify" if leaves == 10000 else ""
+            r["candidate"] = "persistent-heap"
+            rows.append(r)
+    return pd.DataFrame(rows)

@@ -1,0 +1,138 @@
+"""``radixbench study``: study files, one tiny study end to end on Dask, CLI errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from radixbench.harness.cli import main
+from radixbench.harness.config.study import StudyError, bundled_studies, load_study
+from radixbench.harness.experiments.study import run_study
+
+TINY = """
+description = "tiny eviction study"
+family = "eviction"
+scenario = "eviction-pressure"
+[base]
+"sim.clock" = "coupled"
+"variants.matchers" = ["galloping"]
+"variants.flatten" = ["numpy"]
+"arrivals.rate" = 200.0
+[variants]
+baseline = "heapify"
+candidates = ["persistent-heap"]
+[points.quick]
+"sim.kv_capacity_tokens" = [1500, 3000]
+"workload.sessions" = [60, 80]
+[points.full]
+"sim.kv_capacity_tokens" = [1500]
+"workload.sessions" = [60]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+def test_bundled_studies_load_in_both_modes() -> None:
+    assert {"eviction", "matching"} <= set(bundled_studies())
+    for name, family, base in (
+        ("eviction", "eviction", "heapify"),
+        ("matching", "matching", "linear"),
+    ):
+        quick, full = load_study(name, quick=True), load_study(name)
+        assert quick.family == family and quick.baseline == base and quick.mode == "quick"
+        assert len(full.points) >= len(quick.points) >= 3
+        key = next(iter(full.points[0]))  # the varied quantity: the full range goes further
+        assert max(p[key] for p in full.points) > max(p[key] for p in quick.points)
+        assert full.base["sim.clock"] == "coupled"
+    ev = load_study("eviction")
+    # the full range reaches a KV pool of a few million tokens (an H200, a TP-8 node)
+    assert max(p["sim.kv_capacity_tokens"] for p in ev.points) >= 2_000_000
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (("family = \"eviction\"", "family = \"nope\""), "family: must be one of"),
+        (("seed", "seed"), None),
+        (("[points.full]", "bogus = 1\n[points.full]"), "points.quick: lists of one equal"),
+        (("\"workload.sessions\" = [60, 80]", "\"workload.sessions\" = [60]"), "equal"),
+        (("\"arrivals.rate\" = 200.0", "\"arrivals.rat\" = 200.0"), "points.quick[0]"),
+        (("\"variants.flatten\" = [\"numpy\"]", "\"variants.flatten\" = [\"numpy\", \"sum\"]"),
+         "set the other variant axes"),
+        (("candidates = [\"persistent-heap\"]", "candidates = [\"heapify\"]"), "variants repeat"),
+    ],
+)  # fmt: skip
+def test_bad_study_file_is_one_line_naming_file_and_key(tmp_path, edit, needle) -> None:
+    path = _write(tmp_path, TINY.replace(*edit))
+    if needle is None:
+        assert load_study(path, quick=True).candidates == ("persistent-heap",)
+        return
+    with pytest.raises(StudyError) as exc:
+        load_study(path, quick=True)
+    msg = str(exc.value)
+    assert "\n" not in msg and str(path) in msg and needle in msg
+
+
+def test_unknown_top_level_key_and_missing_file(tmp_path) -> None:
+    with pytest.raises(StudyError, match="extra: unknown key"):
+        load_study(_write(tmp_path, "extra = 1\n" + TINY))
+    with pytest.raises(StudyError, match="no such study file"):
+        load_study(tmp_path / "missing.toml")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """An in-process cluster (one worker thread): the study's Dask path without process
+    start-up cost."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as c:
+        yield c
+
+
+def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> None:
+    spec = load_study(_write(tmp_path, TINY), quick=True)
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
+    run = out.run_dir
+    assert run.parent == tmp_path / "runs" and run.name.startswith("study-s-quick-")
+    assert not list(run.parent.glob(".tmp-*"))
+    for f in (
+        "study.md",
+        "points.parquet",
+        "points.csv",
+        "crossover.csv",
+        "plots/study-eviction.png",
+    ):
+        assert (run / f).is_file(), f
+    assert sorted(p.name for p in (run / "points").iterdir()) == ["p0", "p1"]
+    pts = pd.read_parquet(run / "points.parquet")
+    assert list(pts["point"]) == [0, 1] and set(pts["candidate"]) == {"persistent-heap"}
+    assert pts["candidate_variant"].iloc[0] == "persistent-heap/galloping/numpy"
+    # the bigger pool holds more evictable leaves, and evict ran at both points
+    assert (pts["evict_calls"] > 0).all()
+    assert pts["evictable_leaves"].iloc[1] > pts["evictable_leaves"].iloc[0]
+    # each point's load: "" when every variant was served, else the overloaded ones by name
+    assert all(isinstance(v, str) for v in pts["overloaded"])
+    assert set(pts["overloaded"]) <= {"", "heapify", "persistent-heap", "heapify, persistent-heap"}
+    assert out.summary["study_md"] == run / "study.md"
+    text = (run / "study.md").read_text()
+    assert "persistent-heap vs heapify" in text and "Check of SGLang PR #6907" in text
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
+    assert main(["study", "nope"]) == 2
+    assert "no such study file" in capsys.readouterr().err
+    path = _write(tmp_path, TINY)
+    assert main(["study", str(path), "--quick", "--set", "workload.nope=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "workload.nope" in err
+    assert main(["study", str(path), "--scheduler", "localhost:1"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
