@@ -39,6 +39,7 @@ Adapters of one load may be interleaved in one thread, not across threads.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -58,8 +59,36 @@ SERVED_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlr
 
 
 class _ServedAllocatorShim(_AllocatorShim):
-    """The allocator ``UnifiedRadixCache`` sees: frees go to radixbench's allocator; no Mamba
-    donor (``evict_for_alloc``)."""
+    """The allocator ``UnifiedRadixCache`` sees: frees go to radixbench's allocator (copies);
+    no Mamba donor (``evict_for_alloc``). ``group()`` collects the frees of a block and frees
+    them in one call at its end, as sglang 0.5.23's free group (``free_group_begin`` /
+    ``free_group_end``, ``allocator/base.py:213-220``: one ``free(torch.cat(pending))``), which
+    its scheduler opens around every batch's result processing, checkpoints included
+    (``batch_result_processor.py:264,501``). The unified insert frees duplicates node by node
+    (``unified_tree_core.py:1351-1362``); a paged ``free`` sorts its pages (``torch.unique``), so
+    without the group the free list's page order (not the set) would depend on the tree's
+    node boundaries."""
+
+    _pending: list[torch.Tensor] | None = None
+
+    def free(self, indices: torch.Tensor) -> None:
+        if self._pending is None:
+            super().free(indices)
+        elif indices.numel():
+            self._pending.append(indices.to(torch.int64, copy=True))
+
+    def free_segment(self, indices: torch.Tensor, start_pos: int = 0) -> None:
+        self.free(indices)
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        self._pending = []
+        try:
+            yield
+        finally:
+            pending, self._pending = self._pending, None
+            if pending:
+                self.allocator.free(torch.cat(pending))
 
     def mamba_full_cache_donor(self) -> None:
         return None
@@ -149,12 +178,11 @@ class ServedSGLangCache:
             ct: (i + 1) * cb._COMPONENT_UUID_RANGE_SIZE
             for ct, i in cb._COMPONENT_UUID_RANGE_INDEX.items()
         }
+        self._alloc_shim = _ServedAllocatorShim(token_to_kv_pool_allocator, self.page_size)
         params = m["cip"].CacheInitParams(
             disable=False,
             req_to_token_pool=_ReqToTokenShim(req_to_token_pool) if req_to_token_pool else None,
-            token_to_kv_pool_allocator=_ServedAllocatorShim(
-                token_to_kv_pool_allocator, self.page_size
-            ),
+            token_to_kv_pool_allocator=self._alloc_shim,
             page_size=self.page_size,
             eviction_policy=config.policy,
             eviction_policy_config=dict(config.policy_config) or None,
@@ -208,7 +236,9 @@ class ServedSGLangCache:
         def call(*args: Any, **kwargs: Any) -> Any:
             if shadow is not None:
                 shadow.sync()
-            r = inner[op](*args, **kwargs)
+            if kwargs:  # the timer passes positional arguments only; SGLang's keyword
+                args = (*args, *kwargs.values())  # arguments here are the trailing ones
+            r = inner[op](*args)
             if shadow is not None:
                 if op == "insert" or op == "match_prefix":
                     shadow.on_node(int(r.last_device_node))
@@ -289,6 +319,15 @@ class ServedSGLangCache:
     def held_slots(self) -> torch.Tensor:
         """int64: every FULL device value of the tree (``all_values_flatten``)."""
         return self.core.all_values_flatten().to(torch.int64)
+
+    def node_handle(self, node_id: int) -> int:
+        """The core's handle of radixbench-numbered ``node_id`` (inverse of ``node_id``)."""
+        return self._root if node_id == 0 else node_id + self._base - 1
+
+    def node_value(self, node_id: int) -> torch.Tensor:
+        """The KV slots of node ``node_id`` (radixbench numbering; tests)."""
+        full = self.loaded.m["ct"].ComponentType.FULL
+        return self.core.get_component_device_value(self.node_handle(node_id), full)
 
     def lock_ref(self, node: Any) -> int:
         """The FULL lock count of ``node`` (tests)."""
@@ -426,7 +465,7 @@ class ServedSGLangCache:
     # ------------------------------------------------------------------ requests
     def _checkpoint(self, req: Any, up_to: int, finished: bool) -> None:
         proxy = _ReqProxy(req, finished)
-        with self._swap():
+        with self._swap(), self._alloc_shim.group():
             if self.shadow is not None:
                 self.shadow.sync()
             self.sgl.checkpoint(proxy, up_to=up_to)

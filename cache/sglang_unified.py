@@ -442,12 +442,20 @@ def _respec(loaded: LoadedUnified, spec: str) -> LoadedUnified:
 
 
 def with_class(
-    loaded: LoadedUnified, spec: str, label: str, cls: type, module: ModuleType, digest: str
+    loaded: LoadedUnified,
+    spec: str,
+    label: str,
+    cls: type,
+    module: ModuleType | None = None,
+    digest: str = "",
 ) -> LoadedUnified:
-    """``loaded`` running the user's ``cls`` (from ``module``, sha256 ``digest``)."""
+    """``loaded`` named ``spec`` / ``label`` and running ``cls`` (a user's class from
+    ``module``, whose sha256 ``digest`` joins ``files``)."""
     from dataclasses import replace
 
-    files = {**loaded.files, str(Path(module.__file__ or "")): digest}
+    files = dict(loaded.files)
+    if module is not None:
+        files[str(Path(module.__file__ or ""))] = digest
     return replace(loaded, spec=spec, label=label, cache_class=cls, files=files, user_module=module)
 
 

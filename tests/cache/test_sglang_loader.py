@@ -164,7 +164,7 @@ def test_user_subclass(tmp_path: Path) -> None:
     cache.insert(RadixKey([1, 2, 3]), v)
     assert cache.evict(3).num_evicted == 3
     assert loaded.cache_class.evictions == 1
-    assert cache.implementation_info()["class"].endswith(".MyCache")
+    assert cache.info().cls.endswith(".MyCache")
 
 
 def _error(spec: str) -> str:
