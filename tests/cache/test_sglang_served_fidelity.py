@@ -367,23 +367,37 @@ def test_zz_served_slow_total(request: pytest.FixtureRequest) -> None:
 
 
 def _report(request: pytest.FixtureRequest, variant: str) -> None:
+    """Queue the per-policy table for pytest's terminal summary."""
     rows: dict[str, Counter[str]] = defaultdict(Counter)
     for (v, policy, page, *_), n in LEDGER.ops.items():
         if v == variant:
             rows[policy]["ops"] += n
             rows[policy][f"page {page}"] += n
-    lines = [
+    SUMMARY.append(
         f"{LEDGER.total(variant)} distinct ops replayed on radixbench and on sglang "
         f"{RUST.version}'s UnifiedRadixCache (Rust and Python cores), compared after every op "
-        f"({LEDGER.seconds[variant]:.1f}s CPU); 0 mismatching cases",
-        *(
-            f"{p:9s}{rows[p]['ops']:>9d}  page 1 {rows[p]['page 1']:>7d}  page 16 "
-            f"{rows[p]['page 16']:>7d}"
-            for p in POLICY_NAMES
-        ),
-    ]
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line("")
-        for line in lines:
-            reporter.write_line(line)
+        f"({LEDGER.seconds[variant]:.1f}s CPU, {variant}); 0 mismatching cases"
+    )
+    SUMMARY.extend(
+        f"  {p:9s}{rows[p]['ops']:>9d} ops  page 1 {rows[p]['page 1']:>7d}  page 16 "
+        f"{rows[p]['page 16']:>7d}"
+        for p in POLICY_NAMES
+    )
+
+
+SUMMARY: list[str] = []
+
+
+class _SummaryPlugin:
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if SUMMARY:
+            terminalreporter.write_sep("-", "served-cache fidelity summary")
+            for line in SUMMARY:
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _register_summary(request: pytest.FixtureRequest) -> None:
+    manager = request.config.pluginmanager
+    if not manager.has_plugin("served-fidelity-summary"):
+        manager.register(_SummaryPlugin(), "served-fidelity-summary")
