@@ -162,9 +162,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
         raise SystemExit(f"unknown configuration {unknown[0]!r}; known: {', '.join(CONFIGS)}")
-    cmd = shlex.split(args.radixbench) if args.radixbench else [
-        str(Path(sys.executable).with_name("radixbench"))
-    ]
+    cmd = (
+        shlex.split(args.radixbench)
+        if args.radixbench
+        else [str(Path(sys.executable).with_name("radixbench"))]
+    )
     result: dict[str, object] = {}
     with tempfile.TemporaryDirectory(prefix="radixbench-fp-") as tmp:
         for name in names:
