@@ -14,13 +14,16 @@ $(BIN)/python:
 # --no-deps: only its pure-Python radix-cache modules are loaded, while its dependencies (CUDA
 # kernels, triton, flashinfer, a GPU torch...) are gigabytes and need a GPU. A pyproject.toml
 # optional-dependency group cannot say --no-deps, hence no `sglang` extra. Offline, the step
-# warns and goes on: the tests that need sglang skip with the reason.
+# warns and goes on: the tests that need sglang skip with the reason. msgspec (one of sglang's
+# own dependencies, pure C, no further deps) is needed by its UnifiedRadixCache and tree cores
+# (radixbench.cache.sglang_unified), the cache sglang 0.5.23 serves with.
 SGLANG_PIN := sglang==0.5.23
+SGLANG_EXTRA := msgspec
 # The demo needs only the runtime dependencies (.installed-run); the tests and lint add the dev
 # extras (.installed), so a fresh `make demo` does not wait for pytest, mypy or jupyter.
 $(VENV)/.installed-run: pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
-	$(BIN)/python -m pip install -q --no-deps '$(SGLANG_PIN)' \
+	$(BIN)/python -m pip install -q --no-deps '$(SGLANG_PIN)' $(SGLANG_EXTRA) \
 		|| echo "sglang 0.5.23 not installed: SGLang fidelity tests will be skipped"
 	touch $@
 

@@ -2,12 +2,36 @@
 
 * ``radixbench`` — radixbench's own :class:`~radixbench.cache.radix_cache.RadixCache`, the one
   implementation that takes the ``evictor`` and ``matcher`` axes from the variant.
-* ``sglang`` — SGLang's real ``RadixCache`` of the installed sglang 0.5.23, behind
-  :class:`~radixbench.cache.sglang_adapter.SGLangCache`; ``sglang:PATH`` a checkout's
-  ``python/`` folder, ``sglang:FILE.py:CLASS`` a user's subclass (``sglang_loader``). Its
-  evictor and matcher are SGLang's own: 0.5.23 heapifies every evictable leaf per ``evict``
-  (radixbench's ``heapify``) and compares keys with ``RadixKey.match_at``'s galloping loop
-  (radixbench's ``galloping``), its like-for-like partner among radixbench's variants.
+* ``sglang`` — what an sglang 0.5.23 server builds by default: ``UnifiedRadixCache``
+  (``default_radix_cache_factory`` -> ``create_unified_radix_cache``, ``mem_cache/registry.py:83,
+  149``) with the tree core SGLang's own ``select_tree_core_backend`` picks
+  (``unified_cache/tree_core_registry.py:124``: Rust by default, the Python core when
+  ``resolve_tree_core_backend`` falls back or the extension does not load; the reason is in
+  ``ImplInfo.tree_core_reason``), behind :class:`~radixbench.cache.sglang_served.
+  ServedSGLangCache` (loaded by :mod:`~radixbench.cache.sglang_unified`).
+* ``sglang-python`` — the same with the Python tree core forced.
+* ``sglang-legacy`` — the classic ``RadixCache`` (``mem_cache/radix_cache.py``): the class SGLang
+  PR #6907 changed and the scheduler's ``waiting_queue_radix_tree``
+  (``RadixCache.create_simulated()``), behind :class:`~radixbench.cache.sglang_adapter.SGLangCache`.
+
+Each takes ``NAME:PATH`` (a checkout's ``python/`` folder, with its own built Rust extension
+when present) and ``NAME:FILE.py:CLASS`` (a subclass, on the installed package): for ``sglang``
+and ``sglang-python`` a subclass of ``UnifiedRadixCache`` runs behind the served adapter and a
+subclass of ``RadixCache`` behind the legacy one (picked by ``issubclass``).
+
+Like-for-like partners among radixbench's variants (``ImplEntry.reference``): every SGLang cache
+evicts full KV by heapifying all evictable leaves per ``evict`` — radixbench's ``heapify``
+(legacy: ``RadixCache.evict``, ``radix_cache.py``; Python core: ``FullComponent.
+_evict_device_start`` heapifies ``evictable_device_leaves``, ``unified_cache/components/full.py:
+209-217``; Rust core: the same per-walk heap over its evictable-leaf set). Key compares: the
+legacy class and the Python core call ``RadixKey.match`` / ``match_at`` (``radix_cache.py:178,
+182``: galloping slice compares; the Python core's match walk passes an offset instead of a copy,
+``unified_tree_core.py:957``) — radixbench's ``galloping``; the Rust core compares in place from
+an offset, token by token in compiled code, stopping at the first difference
+(``ChildKeyType::match_len``, ``rust/sglang-radix-tree/src/node.rs``; nothing of the query is
+copied) — radixbench's ``memview`` (an in-place compare of the overlap in C, no copy).
+``sglang``'s partner is the Rust core's; when it falls back to the Python core, read
+``galloping``.
 """
 
 from __future__ import annotations
@@ -20,15 +44,25 @@ from typing import Any
 from radixbench.cache.interface import ImplInfo
 from radixbench.cache.registry import ImplEntry, register_impl
 
-__all__ = ["RADIXBENCH", "SGLANG_REFERENCE", "radixbench_info"]
+__all__ = [
+    "RADIXBENCH",
+    "SGLANG_IMPLS",
+    "SGLANG_REFERENCE",
+    "SGLANG_RUST_REFERENCE",
+    "radixbench_info",
+]
 
 #: The spec of radixbench's own cache (the default implementation).
 RADIXBENCH = "radixbench"
 
-#: What sglang 0.5.23's ``RadixCache`` runs, as radixbench's axis values: ``evict`` heapifies
-#: every evictable leaf per call (``radix_cache.py: RadixCache.evict``) and ``match_at``
-#: gallops (``radix_cache.py: RadixKey.match_at``).
+#: What sglang 0.5.23's ``RadixCache`` and the unified Python core run, as radixbench's axis
+#: values: ``evict`` heapifies every evictable leaf per call and ``match_at`` gallops.
 SGLANG_REFERENCE = {"evictor": "heapify", "matcher": "galloping"}
+#: What the unified cache's Rust core runs: a heap over every evictable leaf per ``evict``, an
+#: in-place compiled compare (module docstring).
+SGLANG_RUST_REFERENCE = {"evictor": "heapify", "matcher": "memview"}
+#: The implementations of SGLang: name -> tree core (``auto``, ``python``) or ``legacy``.
+SGLANG_IMPLS = {"sglang": "auto", "sglang-python": "python", "sglang-legacy": "legacy"}
 
 
 def _sha256(path: Path) -> str:
@@ -72,15 +106,89 @@ def _make_radixbench(handle: Any, pool: Any, allocator: Any, config: Any) -> Any
     return RadixCache(pool, allocator, config)
 
 
+def _parse(spec: str, arg: str | None) -> tuple[str, str | None, str | None]:
+    """``(name, PATH or None, FILE.py:CLASS or None)`` of an SGLang spec."""
+    name = spec.partition(":")[0]
+    if arg is None:
+        return name, None, None
+    if ".py:" in arg or arg.endswith(".py"):
+        return name, None, arg
+    return name, arg, None
+
+
 def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
-    from radixbench.cache.sglang_adapter import sglang_info
+    """Load an SGLang spec: ``(label, (adapter kind, load), info)``. Raises ``ValueError`` (one
+    line naming the spec) for a missing package, path, core or class, an unsupported version,
+    an import failure, or a CLASS that subclasses neither SGLang cache class."""
+    from radixbench.cache.sglang_loader import SGLangLoadError
+
+    name, path, user = _parse(spec, arg)
+    core = SGLANG_IMPLS[name]
+    label = default_label(spec)
+    if core == "legacy":
+        legacy = _load_legacy(spec, label, arg)
+        return label, ("legacy", legacy), _info("legacy", legacy)
+    from radixbench.cache.sglang_unified import load_unified, load_user_class, with_class
+
+    loaded = load_unified(spec, core, path)
+    if user is None:
+        loaded = with_class(loaded, spec, label, loaded.cache_class)
+        return label, ("served", loaded), _info("served", loaded)
+    file, _, class_name = user.rpartition(":") if ".py:" in user else (user, "", "")
+    if not class_name.isidentifier():
+        raise SGLangLoadError(f"{spec}: give the class as {name}:FILE.py:CLASS")
+    cls, module, digest = load_user_class(spec, loaded, file, class_name)
+    if issubclass(cls, loaded.cache_class):
+        served = with_class(loaded, spec, label, cls, module, digest)
+        return label, ("served", served), _info("served", served)
+    if issubclass(cls, loaded.m["radix"].RadixCache):
+        legacy = _legacy_from_unified(spec, label, loaded, cls, module, digest)
+        return label, ("legacy", legacy), _info("legacy", legacy)
+    raise SGLangLoadError(
+        f"{spec}: {class_name} subclasses neither UnifiedRadixCache nor sglang's RadixCache"
+    )
+
+
+def _load_legacy(spec: str, label: str, arg: str | None) -> Any:
+    from dataclasses import replace
+
     from radixbench.cache.sglang_loader import load_sglang
 
-    loaded = load_sglang(spec)
-    return loaded.label, loaded, sglang_info(loaded)
+    loaded = load_sglang("sglang" if arg is None else f"sglang:{arg}")
+    return replace(loaded, spec=spec, label=label)
 
 
-def _make_sglang(loaded: Any, pool: Any, allocator: Any, config: Any) -> Any:
+def _legacy_from_unified(
+    spec: str, label: str, loaded: Any, cls: type, module: Any, digest: str
+) -> Any:
+    """A ``LoadedSGLang`` (legacy adapter) over the unified load's ``radix_cache`` modules, for
+    a user's ``RadixCache`` subclass executed against that load."""
+    from radixbench.cache.sglang_loader import LoadedSGLang
+
+    files = {**loaded.files, str(Path(module.__file__ or "")): digest}
+    m = loaded.m
+    return LoadedSGLang(
+        spec, label, loaded.version, loaded.origin, m["radix"], cls, m["bpc"], m["cip"],
+        files, loaded.modules, module,
+    )  # fmt: skip
+
+
+def _info(kind: str, loaded: Any) -> ImplInfo:
+    if kind == "served":
+        from radixbench.cache.sglang_served import served_info
+
+        return served_info(loaded)
+    from radixbench.cache.sglang_adapter import sglang_info
+
+    return sglang_info(loaded)
+
+
+def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    kind, loaded = handle
+    if kind == "served":
+        from radixbench.cache.sglang_served import ServedSGLangCache
+
+        return ServedSGLangCache(pool, allocator, config, loaded)
     from radixbench.cache.sglang_adapter import SGLangCache
 
     return SGLangCache(pool, allocator, config, loaded)
@@ -96,19 +204,30 @@ register_impl(
     ),
     replace=True,
 )
-register_impl(
-    ImplEntry(
-        name="sglang",
-        load=_load_sglang,
-        factory=_make_sglang,
-        reference=SGLANG_REFERENCE,
-        policies=("lru", "lfu", "fifo", "mru", "filo", "priority", "slru"),
-        takes_arg=True,
-        help="SGLang's RadixCache: sglang (installed 0.5.23), sglang:PATH (a checkout's "
-        "python/ folder), sglang:FILE.py:CLASS (a RadixCache subclass)",
-    ),
-    replace=True,
-)
+_SGLANG_HELP = {
+    "sglang": "sglang 0.5.23 as served: UnifiedRadixCache, tree core by SGLang's rules (Rust "
+    "by default)",
+    "sglang-python": "UnifiedRadixCache with the Python tree core",
+    "sglang-legacy": "the classic RadixCache (PR #6907's class, the waiting-queue tree)",
+}
+for _name, _core in SGLANG_IMPLS.items():
+    register_impl(
+        ImplEntry(
+            name=_name,
+            load=_load_sglang,
+            factory=_make_sglang,
+            reference=SGLANG_RUST_REFERENCE if _core == "auto" else SGLANG_REFERENCE,
+            policies=(
+                ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
+                if _core == "legacy"
+                else ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
+            ),
+            takes_arg=True,
+            help=f"{_SGLANG_HELP[_name]}; {_name}:PATH (a checkout's python/ folder), "
+            f"{_name}:FILE.py:CLASS (a subclass)",
+        ),
+        replace=True,
+    )
 
 
 # ---------------------------------------------------------------- transitional API
@@ -127,18 +246,19 @@ def check_spec(spec: str) -> None:
 
 
 def default_label(spec: str) -> str:
-    """The label ``load_sglang`` gives ``spec``, derived from the text alone: ``radixbench``,
-    ``sglang``, ``sglang@<checkout folder>`` for ``sglang:PATH`` (PATH or its ``python/``
-    folder), ``sglang:<CLASS>`` for ``sglang:FILE.py:CLASS``. Never contains ``/``."""
+    """The label of ``spec``, derived from the text alone: the name (``radixbench``,
+    ``sglang``, ``sglang-python``, ``sglang-legacy``), ``NAME@<checkout folder>`` for
+    ``NAME:PATH`` (PATH or its ``python/`` folder), ``NAME:<CLASS>`` for
+    ``NAME:FILE.py:CLASS``. Never contains ``/``."""
     check_spec(spec)
-    _, sep, rest = spec.partition(":")
+    name, sep, rest = spec.partition(":")
     if not sep:
         return spec
     if ".py:" in rest:
-        return f"sglang:{rest.rpartition(':')[2]}"
+        return f"{name}:{rest.rpartition(':')[2]}"
     base = Path(rest).expanduser().resolve()
     top = base.parent if base.name == "python" else base
-    return f"sglang@{top.name or 'root'}"
+    return f"{name}@{top.name or 'root'}"
 
 
 def make_cache(spec: str, req_to_token_pool: Any, allocator: Any, config: Any) -> Any:

@@ -69,8 +69,8 @@ def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
     if 0 < n_prompt < n:
         cache.insert(key[:n_prompt], values[:n_prompt], min(priority + 1, _INT64_MAX), n_prompt)
     protected = req.cache_protected_len
-    if prefix_len > protected:
-        cache.allocator.free(kv_row[protected:prefix_len].to(torch.int64))
+    if prefix_len > protected:  # a copy: the row is rewritten below (allocator: Ownership)
+        cache.allocator.free(kv_row[protected:prefix_len].to(torch.int64, copy=True))
     match = cache.match_prefix(key)
     assert match.prefix_len == n, (match.prefix_len, n)
     if n > protected:
@@ -99,8 +99,8 @@ def release(cache: RadixCache, req: CacheReq, owned_len: int, checkpoint_first: 
         checkpoint(cache, req, owned_len)
     protected = req.cache_protected_len
     if owned_len > protected:
-        cache.allocator.free(
-            pool.req_to_token[req.req_pool_idx, protected:owned_len].to(torch.int64)
+        cache.allocator.free(  # a copy: the row goes to the next request
+            pool.req_to_token[req.req_pool_idx, protected:owned_len].to(torch.int64, copy=True)
         )
     cache.unlock(req.lock)
     req.lock = None

@@ -82,7 +82,11 @@ def _install_time_shim(module: ModuleType) -> _TimeShim | None:
 
 
 class _AllocatorShim:
-    """The ``token_to_kv_pool_allocator`` SGLang sees: frees go to radixbench's allocator."""
+    """The ``token_to_kv_pool_allocator`` SGLang sees: frees go to radixbench's allocator, as
+    copies. sglang 0.5.23's allocators never keep the tensor they free (``torch.cat`` into the
+    free list, ``allocator/token.py:73``; ``torch.unique`` of its pages, ``paged.py:333``), and
+    SGLang frees views of a ``req_to_token`` row it then rewrites (``_insert_cache``), while
+    radixbench's allocator keeps what it is given (its class docstring, Ownership)."""
 
     def __init__(self, allocator: TokenToKVPoolAllocator, page_size: int) -> None:
         self.allocator = allocator
@@ -91,11 +95,11 @@ class _AllocatorShim:
 
     def free(self, indices: torch.Tensor) -> None:
         if indices.numel():
-            self.allocator.free(indices)
+            self.allocator.free(indices.to(torch.int64, copy=True))
 
     def free_segment(self, indices: torch.Tensor, start_pos: int = 0) -> None:
         if indices.numel():
-            self.allocator.free(indices)
+            self.allocator.free(indices.to(torch.int64, copy=True))
 
     def available_size(self) -> int:
         return self.allocator.available_size()
@@ -478,8 +482,8 @@ class SGLangCache:
             SGLangCache.checkpoint(self, req, owned_len)  # untimed, as radixbench's helper
         start = req.cache_protected_len
         if owned_len > start:
-            self.allocator.free(
-                pool.req_to_token[req.req_pool_idx, start:owned_len].to(torch.int64)
+            self.allocator.free(  # a copy: the row goes to the next request
+                pool.req_to_token[req.req_pool_idx, start:owned_len].to(torch.int64, copy=True)
             )
         self.sgl.unlock(req.lock)
         req.lock = None

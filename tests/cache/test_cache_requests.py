@@ -9,6 +9,7 @@ sglang 0.5.23's own ``RadixCache`` (``SGLangCache``): the expectations are SGLan
 from __future__ import annotations
 
 import io
+from array import array
 
 import pytest
 import torch
@@ -277,3 +278,43 @@ def test_paged_allocator_pages() -> None:
     b = alloc.alloc(28)
     assert b is not None and alloc.available_size() == 0
     assert sorted(set((b // 4).tolist())) == [1, 3, 4, 5, 6, 7, 8]
+
+
+def _int64_rows(cache) -> None:
+    """Give the cache's ``ReqToTokenPool`` an int64 table: ``row.to(torch.int64)`` is then the
+    row itself, not a copy (sglang's own ``req_to_token`` is int32, but nothing forbids int64)."""
+    pool = cache.req_to_token_pool
+    pool.req_to_token = pool.req_to_token.to(torch.int64)
+    if hasattr(cache, "sgl"):  # SGLang's shim holds the table too
+        cache.sgl.req_to_token_pool.req_to_token = pool.req_to_token
+
+
+def test_checkpoint_frees_a_copy_of_the_row(make_impl, put, admit, check) -> None:
+    """Regression: checkpoint freed a view of the request's row and then rewrote the row with the
+    tree's slots, so with an int64 table the tree's slots went back to the free list and the
+    duplicates leaked. sglang 0.5.23's allocators never keep what they are given: ``free``
+    concatenates it into the free list (``allocator/token.py:73``) or copies it
+    (``_copy_for_free_group``, ``token.py:75``; paged: ``torch.unique``, ``paged.py:333``)."""
+    cache, alloc = make_impl(kv_size=64)
+    _int64_rows(cache)
+    put(cache, alloc, [1, 2, 3, 4])
+    req, fresh = admit(cache, alloc, [9, 9, 9, 9, 5], prefill=5)  # matches nothing
+    req.tokens[:4] = array("q", [1, 2, 3, 4])  # it computes [1, 2, 3, 4, 5]
+    cache.checkpoint(req, 5)  # [1, 2, 3, 4] were cached: the row's first 4 slots are duplicates
+    free = set(torch.nonzero(alloc.is_free).flatten().tolist())
+    assert not set(cache.held_slots().tolist()) & free, "the tree's slots are on the free list"
+    assert set(fresh[:4].tolist()) <= free, "the request's duplicate slots leaked"
+    check(cache)
+
+
+def test_release_frees_a_copy_of_the_row(make_impl, admit, check) -> None:
+    """Regression: release freed a view of the row; the next request given that row overwrote
+    the freed slots before the free list was merged (int64 table, as above)."""
+    cache, alloc = make_impl(kv_size=64)
+    _int64_rows(cache)
+    req, fresh = admit(cache, alloc, [1, 2, 3, 4, 5], prefill=5)
+    cache.release(req, owned_len=5, checkpoint=False)  # retraction: all 5 slots are freed
+    cache.req_to_token_pool.req_to_token[req.req_pool_idx].fill_(0)  # the row's next holder
+    free = set(torch.nonzero(alloc.is_free).flatten().tolist())
+    assert set(fresh.tolist()) <= free and 0 not in free
+    check(cache)
