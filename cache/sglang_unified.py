@@ -51,12 +51,12 @@ from radixbench.cache.sglang_loader import (
     SGLangLoadError,
     SGLangStubError,
     _checkout_dir,
-    _installed_dir,
     _is_sglang,
     _one_line,
-    _read_version,
     _sha256,
     _swapped,
+    installed_dir,
+    read_version,
 )
 
 #: Imported (in this order) by a load: the cache, both tree cores' Python sides, what the tree
@@ -357,7 +357,7 @@ def _files(pkg_dir: Path, modules: dict[str, ModuleType], executed: list[str]) -
 
 
 def _load_package(spec: str, pkg_dir: Path, label: str, core: str) -> LoadedUnified:
-    version, version_file = _read_version(pkg_dir)
+    version, version_file = read_version(pkg_dir)
     if version is None:
         raise SGLangLoadError(f"{spec}: cannot determine the sglang version of {pkg_dir}")
     release = m.group() if (m := re.match(r"\d+\.\d+\.\d+", version)) else version
@@ -423,7 +423,7 @@ def load_unified(spec: str, core: str = "auto", path: str | None = None) -> Load
     if core not in CORES:
         raise SGLangLoadError(f"{spec}: unknown tree core {core!r} (known: {', '.join(CORES)})")
     if path is None:
-        pkg_dir, label = _installed_dir(spec), "sglang"
+        pkg_dir, label = installed_dir(spec), "sglang"
     else:
         pkg_dir = _checkout_dir(spec, path)
         top = pkg_dir.parent.parent if pkg_dir.parent.name == "python" else pkg_dir.parent
