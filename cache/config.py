@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from radixbench.cache.node import TreeNode
 
 
+#: How a split sets node times: ``served`` = sglang 0.5.23's ``UnifiedRadixCache``
+#: (``unified_cache/unified_tree_core.py: UnifiedTreeCore._split_node``), ``legacy`` = its
+#: ``RadixCache`` (``radix_cache.py: RadixCache._split_node``).
+SPLIT_RULES = ("served", "legacy")
+
+
 @dataclass(frozen=True, slots=True)
 class CacheConfig:
     """Algorithm choice and geometry of one cache. Validated on construction (``ValueError``)."""
@@ -27,6 +33,10 @@ class CacheConfig:
     #: keyword configuration of the policy, as ``(key, value)`` pairs (SGLang
     #: ``--radix-eviction-policy-config``), e.g. ``(("threshold", 512),)`` for ``tlru``.
     policy_config: tuple[tuple[str, int], ...] = ()
+    #: the node times a split sets (:data:`SPLIT_RULES`): ``served``, as sglang 0.5.23's
+    #: ``UnifiedRadixCache`` (what its scheduler builds), or ``legacy``, as its ``RadixCache``;
+    #: they differ in FIFO / FILO victims after a split (``RadixCache._split_node``).
+    split_rule: str = "served"
 
     def __post_init__(self) -> None:
         if self.page_size < 1:
@@ -40,6 +50,10 @@ class CacheConfig:
             if value not in known:
                 raise ValueError(f"unknown {field} {value!r}; known: {', '.join(known)}")
         make_policy(self.policy, dict(self.policy_config))  # raises ValueError on a bad config
+        if self.split_rule not in SPLIT_RULES:
+            raise ValueError(
+                f"unknown split_rule {self.split_rule!r}; known: {', '.join(SPLIT_RULES)}"
+            )
 
 
 class MatchResult(NamedTuple):

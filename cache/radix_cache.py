@@ -64,6 +64,7 @@ class RadixCache:
         self.tlru = self.policy.needs_tlru_lengths
         self.evictor = make_evictor(self.config.evictor, self.policy)
         self.clock = clock or counter_clock()
+        self.served_split = self.config.split_rule == "served"
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
         self.reset()
 
@@ -226,10 +227,16 @@ class RadixCache:
         """Split ``child`` after ``split_len`` tokens; returns the new upper node.
 
         The new node takes the first ``split_len`` tokens and copies ``lock_ref``, ``priority``
-        and ``hit_count``; it is a new node, so it reads the clock twice (its access and
-        creation times are newer than the lower half's). Both halves' values are cloned. Sizes
-        are unchanged. Mirrors ``RadixCache._split_node`` of sglang 0.5.23 (T-LRU lengths as
-        ``UnifiedRadixCache``'s split).
+        and ``hit_count``; it is a new node, so it reads the clock twice (access, then creation
+        time). Both halves' values are cloned. Sizes are unchanged. Node times by the
+        config's ``split_rule``: ``served`` (default) as sglang 0.5.23's ``UnifiedRadixCache``
+        (``UnifiedTreeCore._split_node``, ``unified_cache/unified_tree_core.py:1467-1531``):
+        the new node keeps the lower half's ``creation_time`` and the lower half reads the
+        clock once more for its ``last_access_time`` ("splitting does not access the suffix;
+        retain its recency"); ``legacy`` as its ``RadixCache._split_node``
+        (``radix_cache.py:677-700``): the new node's own two readings, the lower half left
+        alone. The rules differ in FIFO / FILO victims after a split. T-LRU lengths as
+        ``UnifiedRadixCache``'s split.
         """
         parent = child.parent
         assert parent is not None
@@ -247,6 +254,9 @@ class RadixCache:
         child.parent = new
         new.children[child_key(child.key.token_ids, 0, page, extra)] = child
         self.num_nodes += 1
+        if self.served_split:
+            new.creation_time = child.creation_time
+            child.last_access_time = self.clock()
         if child.evictable:
             # its key (T-LRU: where it starts) and maybe its access time changed
             self.evictor.on_change(child)

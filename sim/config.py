@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from radixbench.cache.config import SPLIT_RULES
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.impls import RADIXBENCH, check_spec, default_label
 from radixbench.cache.matcher import MATCHERS
@@ -129,7 +130,10 @@ class SimConfig:
     request (input + output) accepted. page_size: tokens per KV page, a power of two (SGLang
     ``--page-size``); > 1 selects the paged allocator (whole pages, page-aligned prefix matches)
     and the pool keeps ``kv_capacity_tokens // page_size`` whole pages.
-    sched_policy: waiting-queue order (``sim.sched_policy.SCHED_POLICIES``).
+    split_rule: the node times radixbench's cache sets on a split (``cache.config.SPLIT_RULES``:
+    ``served`` as sglang 0.5.23's ``UnifiedRadixCache``, ``legacy`` as its ``RadixCache``; FIFO
+    and FILO victims differ between them). sched_policy: waiting-queue order
+    (``sim.sched_policy.SCHED_POLICIES``).
     clock: "isolated" — measured CPU time of cache operations is recorded, not added to simulated
     time, so every variant sees an identical schedule; "coupled" — the measured CPU time of each
     step's cache operations and batch builds is added to that step's simulated duration.
@@ -147,6 +151,7 @@ class SimConfig:
     max_context_len_tokens: int = 131_072
     page_size: int = 1
     policy: str = "lru"
+    split_rule: str = "served"
     sched_policy: str = "fcfs"
     clock: str = "isolated"
     seed: int = 0
@@ -186,6 +191,10 @@ class SimConfig:
             )
         if self.policy not in POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        if self.split_rule not in SPLIT_RULES:
+            raise ValueError(
+                f"unknown split_rule {self.split_rule!r}; known: {', '.join(SPLIT_RULES)}"
+            )
         if self.sched_policy not in SCHED_POLICIES:
             raise ValueError(
                 f"unknown sched policy {self.sched_policy!r}; known: {', '.join(SCHED_POLICIES)}"

@@ -144,7 +144,13 @@ class VariantSim:
             variant.impl,
             pool,
             allocator,
-            CacheConfig(cfg.page_size, variant.evictor, variant.matcher, cfg.policy),
+            CacheConfig(
+                cfg.page_size,
+                variant.evictor,
+                variant.matcher,
+                cfg.policy,
+                split_rule=cfg.split_rule,
+            ),
         )
         self.rec = OpRecorder(lambda: float(env.now))
         self.cache.instrument(self.rec)

@@ -67,9 +67,13 @@ def build_cache(
     policy_config: tuple[tuple[str, int], ...] = (),
     paged_alloc: bool = False,
     clock: Callable[[], int] | None = None,
+    split_rule: str = "legacy",
 ) -> tuple[RadixCache, TokenToKVPoolAllocator]:
     """A fresh ``RadixCache``; its allocator is a token allocator, or with ``paged_alloc`` the
-    paged one of ``page_size`` (``make_allocator``)."""
+    paged one of ``page_size`` (``make_allocator``). ``split_rule`` defaults to ``legacy``:
+    these tests state the legacy ``RadixCache``'s node times and run side by side with it
+    (``make_impl``); the served rule is tested against the unified cores
+    (test_sglang_served_fidelity.py)."""
     alloc = make_allocator(kv_size, page_size) if paged_alloc else TokenToKVPoolAllocator(kv_size)
     pool = ReqToTokenPool(max_reqs, max_context_len)
     cfg = CacheConfig(
@@ -78,6 +82,7 @@ def build_cache(
         matcher=matcher,
         policy=policy,
         policy_config=policy_config,
+        split_rule=split_rule,
     )
     cache = RadixCache(pool, alloc, cfg, clock=clock)
     check_integrity(cache)

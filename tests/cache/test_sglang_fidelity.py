@@ -546,10 +546,10 @@ def build_sides(policy: str, page: int, evictor: str, matcher: str) -> tuple[Sid
         return make_allocator(POOL_PAGES * page, page), ReqToTokenPool(MAX_RUNNING, ctx)
 
     alloc, pool = parts()
-    ours = RadixCache(
+    ours = RadixCache(  # the legacy class's split rule: this test compares with that class
         pool,
         alloc,
-        CacheConfig(page, evictor, matcher, policy, cfg),
+        CacheConfig(page, evictor, matcher, policy, cfg, split_rule="legacy"),
         clock=counter_clock(),
     )
     ref_alloc, ref_pool = parts()

@@ -105,24 +105,6 @@ TARGET_OPS = 100_000
 SLOW_TARGET_OPS = 1_000_000
 
 
-class UnifiedSplitRadixCache(RadixCache):
-    """radixbench's cache with the one rule where ``UnifiedRadixCache`` departs from the legacy
-    class that radixbench mirrors (test only): a split's new upper node keeps the lower half's
-    ``creation_time``, and the lower half then reads the clock for a fresh ``last_access_time``
-    (``UnifiedTreeCore._split_node``, ``unified_cache/unified_tree_core.py:1476,1524``; the legacy
-    ``RadixCache._split_node``, ``radix_cache.py:677-700``, gives the new node fresh times and
-    leaves the lower half's alone). Without it FIFO and FILO victims differ after splits
-    (``test_split_times_differ_from_the_legacy_class``); with it every policy agrees."""
-
-    def _split_node(self, child: Any, split_len: int) -> Any:
-        new = super()._split_node(child, split_len)
-        new.creation_time = child.creation_time
-        child.last_access_time = self.clock()
-        if child.evictable:
-            self.evictor.on_change(child)
-        return new
-
-
 class Side(base.Side):
     """One implementation; node identities through ``PrefixCache.node_id`` (the unified cores'
     nodes are integer handles)."""
@@ -195,7 +177,7 @@ def build_sides(policy: str, page: int, evictor: str, matcher: str) -> list[Side
         return make_allocator(base.POOL_PAGES * page, page), ReqToTokenPool(base.MAX_RUNNING, ctx)
 
     alloc, pool = parts()
-    ours = UnifiedSplitRadixCache(
+    ours = RadixCache(  # split_rule "served" (the default): the unified cores' split times
         pool, alloc, CacheConfig(page, evictor, matcher, policy, cfg), clock=counter_clock()
     )
     sides = [Side(ours, alloc, pool, "radixbench")]
@@ -307,27 +289,28 @@ def test_served_fidelity_slow(case: tuple[str, int, str, str], ops: list[bytes])
     run_case("slow", case, ops)
 
 
-def test_split_times_differ_from_the_legacy_class() -> None:
-    """The difference ``UnifiedSplitRadixCache`` models, shown on radixbench's own cache (which
-    follows the legacy class): FIFO, page 1. Insert [1, 2, 3, 4] (node 1), then [5, 6]; match
-    [1, 2] splits node 1 (upper half: node 3). Evicting everything: radixbench (legacy) frees the
-    lower half [3, 4] (node 1, created first), [5, 6], then the upper half [1, 2] (node 3, created
-    by the split); the unified cores keep node 1's creation time on node 3, so it goes before
-    [5, 6]."""
+def test_split_rules_served_and_legacy() -> None:
+    """radixbench's two split rules against the classes they mirror, FIFO, page 1. Insert
+    [1, 2, 3, 4] (node 1), then [5, 6]; match [1, 2] splits node 1 (upper half: node 3).
+    Evicting everything: the legacy class's rule frees the lower half [3, 4] (node 1, created
+    first), [5, 6], then the upper half [1, 2] (node 3, created by the split); the served rule
+    (``split_rule="served"``, the unified cores) keeps node 1's creation time on node 3, so it
+    goes before [5, 6]."""
     victims = {}
-    for name, side in zip(
-        ("legacy rule", "rust", "python"), build_sides("fifo", 1, "heapify", MATCHER)
+    sides = build_sides("fifo", 1, "heapify", MATCHER)
+    legacy = RadixCache(ReqToTokenPool(4, 64), TokenToKVPoolAllocator(64),
+                        CacheConfig(policy="fifo", split_rule="legacy"))  # fmt: skip
+    for name, cache, alloc in (
+        ("legacy rule", legacy, legacy.allocator),
+        *((s.name, s.cache, s.alloc) for s in sides),
     ):
-        cache = side.cache
-        if name == "legacy rule":
-            cache = RadixCache(ReqToTokenPool(4, 64), side.alloc, CacheConfig(policy="fifo"))
         for tokens in ([1, 2, 3, 4], [5, 6]):
-            slots = side.alloc.alloc(len(tokens))
+            slots = alloc.alloc(len(tokens))
             assert cache.insert(RadixKey(tokens), slots) == 0
         assert cache.match_prefix(RadixKey([1, 2])).prefix_len == 2
         victims[name] = cache.evict(6).victims
     assert victims["legacy rule"] == [1, 2, 3]
-    assert victims["rust"] == victims["python"] == [1, 3, 2]
+    assert victims["radixbench"] == victims["sglang-rust"] == victims["sglang-python"] == [1, 3, 2]
 
 
 def check_total(variant: str, target: int) -> None:
