@@ -152,9 +152,14 @@ def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
 def _load_legacy(spec: str, label: str, arg: str | None) -> Any:
     from dataclasses import replace
 
-    from radixbench.cache.sglang_loader import load_sglang
+    from radixbench.cache.sglang_loader import SGLangLoadError, load_sglang
 
-    loaded = load_sglang("sglang" if arg is None else f"sglang:{arg}")
+    inner = "sglang" if arg is None else f"sglang:{arg}"
+    try:
+        loaded = load_sglang(inner)
+    except SGLangLoadError as e:  # name the spec as given, once
+        msg = str(e)
+        raise SGLangLoadError(spec + msg[len(inner) :] if msg.startswith(inner) else msg) from None
     return replace(loaded, spec=spec, label=label)
 
 
@@ -181,6 +186,18 @@ def _info(kind: str, loaded: Any) -> ImplInfo:
     from radixbench.cache.sglang_adapter import sglang_info
 
     return sglang_info(loaded)
+
+
+def _policy_error(handle: Any, policy: str) -> str | None:
+    """Why a loaded SGLang spec cannot run ``policy``: the unified cores run all eight; the
+    legacy ``RadixCache`` all but ``tlru`` (a user's class may add it: ``keeps_tlru_lengths``)."""
+    kind, loaded = handle
+    known = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
+    if kind == "served" or policy in known:
+        return None
+    if policy == "tlru" and getattr(loaded.cache_class, "keeps_tlru_lengths", False):
+        return None
+    return f"supported: {', '.join(known)}"
 
 
 def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
@@ -217,11 +234,7 @@ for _name, _core in SGLANG_IMPLS.items():
             load=_load_sglang,
             factory=_make_sglang,
             reference=SGLANG_RUST_REFERENCE if _core == "auto" else SGLANG_REFERENCE,
-            policies=(
-                ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
-                if _core == "legacy"
-                else ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
-            ),
+            policy_error=_policy_error,
             takes_arg=True,
             help=f"{_SGLANG_HELP[_name]}; {_name}:PATH (a checkout's python/ folder), "
             f"{_name}:FILE.py:CLASS (a subclass)",

@@ -73,7 +73,9 @@ class ImplEntry:
     variant (the others are the implementation's own and left empty in its variants).
     ``reference``: axis -> the value of radixbench's axis that the implementation's own code
     runs (its like-for-like partner, e.g. sglang 0.5.23 evicts as ``heapify`` and matches as
-    ``galloping``). ``policies``: eviction policies it supports (``None``: all).
+    ``galloping``). ``policies``: eviction policies it supports (``None``: all);
+    ``policy_error(handle, policy)``: when given, decides instead (a one-line reason, or
+    ``None`` when the loaded spec runs ``policy``).
     ``takes_arg``: whether ``NAME:ARG`` is accepted; ``help``: one line for ``--impl``'s help.
     """
 
@@ -83,6 +85,7 @@ class ImplEntry:
     axes: frozenset[str] = frozenset()
     reference: Mapping[str, str] = field(default_factory=dict)
     policies: tuple[str, ...] | None = None
+    policy_error: Callable[[Any, str], str | None] | None = None
     takes_arg: bool = False
     help: str = ""
 
@@ -164,17 +167,18 @@ def resolve(spec: str) -> Resolved:
 
 
 def check_policy(spec: str, policy: str) -> None:
-    """Raise :class:`ImplError` if ``spec``'s implementation cannot run eviction ``policy``."""
+    """Raise :class:`ImplError` (one line naming the spec) if ``spec``'s implementation cannot
+    run eviction ``policy`` (the entry's ``policy_error``, else its ``policies``)."""
     r = resolve(spec)
-    ok = r.entry.policies is None or policy in r.entry.policies
-    supports = getattr(r.handle, "supports_policy", None)
-    if callable(supports):
-        ok = bool(supports(policy))
-    if not ok:
-        known = ", ".join(r.entry.policies or ())
+    if r.entry.policy_error is not None:
+        reason = r.entry.policy_error(r.handle, policy)
+    elif r.entry.policies is not None and policy not in r.entry.policies:
+        reason = f"supported: {', '.join(r.entry.policies)}"
+    else:
+        reason = None
+    if reason is not None:
         raise ImplError(
-            f"{spec}: eviction policy {policy!r} is not supported by {r.info.cls} "
-            f"(supported: {known})"
+            f"{spec}: eviction policy {policy!r} is not supported by {r.info.cls} ({reason})"
         )
 
 

@@ -89,7 +89,7 @@ def add_scenario_arguments(
     from radixbench.cache.evictor import EVICTORS
     from radixbench.cache.matcher import MATCHERS
     from radixbench.cache.policy import POLICIES
-    from radixbench.harness.config.impl import IMPL_HELP, impl_arg
+    from radixbench.harness.config.impl import impl_arg, impl_help
     from radixbench.harness.config.scenario import DEFAULT_SCENARIO
     from radixbench.sim.config import FLATTENERS_NAMES
     from radixbench.workloads.trace import BAD_LINE_POLICIES
@@ -139,7 +139,7 @@ def add_scenario_arguments(
             help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}",
         )
         c.add_argument(
-            "--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=IMPL_HELP
+            "--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=impl_help()
         )
     if baseline:
         c.add_argument(

@@ -1,19 +1,19 @@
 """The ``impl`` variant axis: which cache implementation a variant runs.
 
 ``--impl`` (``compare`` / ``profile``) and ``impls`` (a scenario's or a grid's ``[variants]``)
-list implementation specs: ``radixbench`` (the default: radixbench's cache, one variant per
-evictor x matcher x flatten, named ``"<evictor>/<matcher>/<flatten>"``), ``sglang`` (the
-installed sglang 0.5.23), ``sglang:PATH`` (a checkout's ``python/`` folder) or
-``sglang:FILE.py:CLASS`` (a user's ``RadixCache`` subclass over the installed package); an SGLang
-spec evicts and matches with SGLang's own code, so it gives one variant per flatten, named
-``"<label>/<flatten>"`` (``sglang/chain``, ``sglang@<checkout>/chain``, ``sglang:CLASS/chain``).
+list implementation specs, each a name registered in :mod:`radixbench.cache.registry`
+(``radixbench``, ``sglang``, ``sglang-python``, ``sglang-legacy``, a plug-in) optionally with
+an argument (``sglang:PATH``, ``sglang:FILE.py:CLASS``). An implementation that takes the
+``evictor`` and ``matcher`` axes (radixbench's cache) gives one variant per evictor x matcher x
+flatten, named ``"<evictor>/<matcher>/<flatten>"``; one that evicts and matches with its own
+code (SGLang's caches) one variant per flatten, named ``"<label>/<flatten>"``.
 
-This module resolves specs (:func:`resolve_impls`: every SGLang spec is loaded, so a missing
-package, a broken path or an unsupported version fails before any work, in one line naming the
-spec), expands them into variants (:func:`impl_variants`) and describes what each variant's
-cache ran for the report (:func:`implementations`: version, origin, sha256 of its files). The
-simulator builds the caches itself (``radixbench.cache.impls.make_cache``, given
-``Variant.impl``); nothing here is imported by it.
+This module resolves specs (:func:`resolve_impls`: every spec is loaded once, through the
+registry, so a missing package, a broken path or an unsupported version fails before any work,
+in one line naming the spec), expands them into variants (:func:`impl_variants`) and describes
+what each variant's cache ran for the report (:func:`implementations`: version, origin, tree
+core, sha256 of its files, the algorithms its own code runs). The simulator builds the caches
+itself (``radixbench.cache.registry.make_cache``, given ``Variant.impl``).
 """
 
 from __future__ import annotations
@@ -21,29 +21,31 @@ from __future__ import annotations
 import argparse
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from radixbench.cache.impls import RADIXBENCH, check_spec
+from radixbench.cache import registry
 from radixbench.sim.config import Variant
 
 __all__ = [
-    "IMPL_HELP",
     "Impl",
     "ImplError",
     "check_policy",
     "impl_arg",
+    "impl_help",
     "impl_variants",
     "implementations",
-    "radixbench_info",
     "resolve_impls",
 ]
 
-IMPL_HELP = (
-    "comma list of cache implementations: radixbench (default), sglang (installed sglang "
-    "0.5.23), sglang:PATH (a checkout's python/ folder), sglang:FILE.py:CLASS (a RadixCache "
-    "subclass); an SGLang impl gives one variant per flatten, named <label>/<flatten>"
-)
+
+def impl_help() -> str:
+    """``--impl``'s help: the registered implementations, one clause each."""
+    parts = [f"{name} ({e.help})" if e.help else name for name, e in registry.entries().items()]
+    return (
+        "comma list of cache implementations: " + "; ".join(parts) + ". An implementation "
+        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>"
+    )
 
 
 class ImplError(ValueError):
@@ -52,16 +54,18 @@ class ImplError(ValueError):
 
 @dataclass(frozen=True)
 class Impl:
-    """A resolved implementation: its ``spec`` as given and the ``label`` its variants are
-    named by (``radixbench`` for radixbench's cache, whose variants keep their
-    ``<evictor>/<matcher>/<flatten>`` names)."""
+    """A resolved implementation: its ``spec`` as given, the ``label`` its variants are named
+    by (``~2``, ``~3``... appended when an earlier spec has the same label) and ``axes``: the
+    variant axes it takes (``evictor`` / ``matcher`` for radixbench's cache)."""
 
     spec: str
     label: str
+    axes: frozenset[str] = field(default_factory=frozenset)
 
     @property
-    def is_radixbench(self) -> bool:
-        return self.spec == RADIXBENCH
+    def takes_algorithms(self) -> bool:
+        """Whether its variants run the evictor and matcher they are given."""
+        return {"evictor", "matcher"} <= self.axes
 
 
 def _one_line(e: BaseException) -> str:
@@ -69,37 +73,31 @@ def _one_line(e: BaseException) -> str:
 
 
 def resolve_impls(specs: Sequence[str]) -> tuple[Impl, ...]:
-    """Check and load ``specs`` (in order) and label them.
+    """Check, load (``registry.resolve``, cached per spec) and label ``specs`` in order.
 
-    An SGLang spec is loaded (``sglang_loader.load_sglang``, cached per spec) and takes the
-    loader's label; a label already taken by an earlier spec gets ``~2``, ``~3``... appended,
-    so two checkouts in folders of the same name stay apart. Raises :class:`ImplError` (one
-    line naming the spec) for an empty list, a repeated or unknown spec, or an SGLang spec that
-    cannot be loaded (missing package or path, unsupported version, import failure...).
-    """
+    A spec may repeat when its implementation runs its own algorithms (``--impl
+    sglang,sglang``: an A/A pair, the second labelled ``sglang~2``); one that takes evictor and
+    matcher may not (its variants would be the same). Raises :class:`ImplError` (one line
+    naming the spec) for an empty list, such a repeat, an unknown spec or one that cannot be
+    loaded (missing package or path, unsupported version, import failure...)."""
     if not specs:
         raise ImplError("no implementation given")
     out: list[Impl] = []
     taken: set[str] = set()
     for spec in specs:
-        if any(i.spec == spec for i in out):
-            raise ImplError(f"{spec}: given twice")
         try:
-            check_spec(spec)
-            if spec == RADIXBENCH:
-                label = RADIXBENCH
-            else:
-                from radixbench.cache.sglang_loader import load_sglang
-
-                label = load_sglang(spec).label
-        except ValueError as e:  # SGLangLoadError included: its message names the spec
+            r = registry.resolve(spec)
+        except ValueError as e:  # registry.ImplError: its message names the spec
             raise ImplError(_one_line(e)) from None
-        base, k = label, 1
+        impl = Impl(spec, r.label, r.entry.axes)
+        if impl.takes_algorithms and any(i.spec == spec for i in out):
+            raise ImplError(f"{spec}: given twice (its variants would repeat)")
+        label, base, k = impl.label, impl.label, 1
         while label in taken:
             k += 1
             label = f"{base}~{k}"
         taken.add(label)
-        out.append(Impl(spec, label))
+        out.append(Impl(spec, label, impl.axes))
     return tuple(out)
 
 
@@ -115,54 +113,36 @@ def impl_arg(text: str) -> list[str]:
 
 
 def check_policy(impls: Iterable[Impl], policy: str) -> None:
-    """Raise :class:`ImplError` if an SGLang implementation cannot run eviction ``policy``, as
-    ``SGLangCache`` would when built: sglang 0.5.23's ``RadixCache`` has no ``tlru`` (a user's
-    class may add it and say so with ``keeps_tlru_lengths = True``)."""
-    from radixbench.cache.sglang_adapter import SGLANG_POLICIES
-    from radixbench.cache.sglang_loader import load_sglang
-
+    """Raise :class:`ImplError` (one line) if an implementation cannot run eviction
+    ``policy`` (``registry.check_policy``: e.g. sglang 0.5.23's legacy ``RadixCache`` has no
+    ``tlru``, unless a user's class declares ``keeps_tlru_lengths = True``)."""
     for impl in impls:
-        if impl.is_radixbench or policy in SGLANG_POLICIES:
-            continue
-        cls = load_sglang(impl.spec).cache_class
-        if policy == "tlru" and getattr(cls, "keeps_tlru_lengths", False):
-            continue
-        raise ImplError(
-            f"{impl.spec}: eviction policy {policy!r} is not supported by "
-            f"{cls.__qualname__} (supported: {', '.join(SGLANG_POLICIES)})"
-        )
+        try:
+            registry.check_policy(impl.spec, policy)
+        except ValueError as e:
+            raise ImplError(_one_line(e)) from None
 
 
 def impl_variants(
     impls: Sequence[Impl], evictors: Sequence[str], matchers: Sequence[str], flatten: Sequence[str]
 ) -> list[Variant]:
-    """The variants of ``impls``, in order: radixbench's evictors x matchers x flatten, an
-    SGLang implementation's flatten only (its evictor and matcher are its own). Raises
-    ``ValueError`` for an unknown evictor, matcher or flatten."""
-    ours = [Variant(e, m, f) for e in evictors for m in matchers for f in flatten]  # validates
+    """The variants of ``impls``, in order: evictors x matchers x flatten for an
+    implementation that takes evictor and matcher (radixbench's cache), flatten only for one
+    that runs its own (SGLang's). Raises ``ValueError`` for an unknown evictor, matcher or
+    flatten."""
+    [Variant(e, m, f) for e in evictors for m in matchers for f in flatten]  # validates
     out = []
     for impl in impls:
-        if impl.is_radixbench:
-            out += ours
+        if impl.takes_algorithms:
+            out += [
+                Variant(e, m, f, impl=impl.spec, impl_label=impl.label)
+                for e in evictors
+                for m in matchers
+                for f in flatten
+            ]
         else:
             out += [Variant(flatten=f, impl=impl.spec, impl_label=impl.label) for f in flatten]
     return out
-
-
-def radixbench_info() -> dict[str, Any]:
-    """What radixbench's cache runs (``radixbench.cache.impls.radixbench_info``) as the dict
-    of the report's Implementations table: ``spec``, ``version``, ``origin``, ``class``,
-    ``files``."""
-    from radixbench.cache.impls import radixbench_info as info_of
-
-    info = info_of()
-    return {
-        "spec": info.spec,
-        "version": info.version,
-        "origin": info.origin,
-        "class": info.cls,
-        "files": dict(info.files),
-    }
 
 
 def files_digest(files: dict[str, str]) -> str:
@@ -173,9 +153,7 @@ def files_digest(files: dict[str, str]) -> str:
 
 
 def _reference(spec: str) -> dict[str, str]:
-    from radixbench.cache.registry import resolve
-
-    return dict(resolve(spec).entry.reference)
+    return dict(registry.resolve(spec).entry.reference)
 
 
 def implementations(variants: Sequence[Variant], caches: Sequence[Any]) -> list[dict[str, Any]]:

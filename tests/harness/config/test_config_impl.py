@@ -92,7 +92,10 @@ def test_variant_names() -> None:
 
 
 def test_impl_variants_one_per_flatten_for_sglang() -> None:
-    impls = (Impl("radixbench", "radixbench"), Impl("sglang", "sglang"))
+    impls = (
+        Impl("radixbench", "radixbench", frozenset({"evictor", "matcher"})),
+        Impl("sglang", "sglang"),
+    )
     names = [
         v.name
         for v in impl_variants(impls, ["heapify", "persistent-heap"], ["linear"], ["chain", "sum"])
@@ -113,7 +116,8 @@ def test_impl_variants_one_per_flatten_for_sglang() -> None:
 
 
 def test_resolve_radixbench_and_errors() -> None:
-    assert resolve_impls(["radixbench"]) == (Impl("radixbench", "radixbench"),)
+    ours = frozenset({"evictor", "matcher"})
+    assert resolve_impls(["radixbench"]) == (Impl("radixbench", "radixbench", ours),)
     assert impl_arg(" radixbench ,") == ["radixbench"]
     for specs, needle in (
         ([], "no implementation"),
@@ -189,9 +193,13 @@ def test_unsupported_version(tmp_path, capsys) -> None:
 
 
 def test_checkout_that_does_not_import(tmp_path, capsys) -> None:
-    spec = f"sglang:{_fake_checkout(tmp_path / 'broken', '0.5.23')}"  # modules missing
+    folder = _fake_checkout(tmp_path / "broken", "0.5.23")  # modules missing
+    spec = f"sglang:{folder}"  # the served cache: its module is not there
     line = _one_line_error(["compare", "--impl", spec], tmp_path, capsys)
-    assert f"--impl: {spec}: cannot import sglang.srt.mem_cache" in line
+    assert f"--impl: {spec}:" in line and "has no srt/mem_cache/unified_radix_cache.py" in line
+    legacy = f"sglang-legacy:{folder}"  # the legacy class: its imports fail
+    line = _one_line_error(["compare", "--impl", legacy], tmp_path, capsys)
+    assert f"--impl: {legacy}: cannot import sglang.srt.mem_cache" in line
 
 
 def test_missing_package(tmp_path, capsys, monkeypatch) -> None:
@@ -207,7 +215,7 @@ def test_missing_package(tmp_path, capsys, monkeypatch) -> None:
     user = tmp_path / "patch.py"
     user.write_text("class Mine: pass\n")
     line = _one_line_error(["compare", "--impl", f"sglang:{user}:Mine"], tmp_path, capsys)
-    assert f"sglang:{user}:Mine: sglang: sglang is not installed" in line
+    assert f"sglang:{user}:Mine: sglang is not installed" in line
 
 
 def test_bad_user_class_specs(tmp_path, capsys) -> None:
@@ -231,10 +239,14 @@ def test_bad_impl_in_scenario_file(tmp_path, capsys) -> None:
     assert "s.toml: variants.impls: sglang:/no/such:" in line
 
 
-def test_policy_sglang_lacks(sglang, tmp_path, capsys) -> None:
-    argv = ["compare", "prefix-repetition", "--impl", "sglang", "--policy", "tlru"]
+def test_policy_the_legacy_class_lacks(sglang, tmp_path, capsys) -> None:
+    """The served cache runs T-LRU; the legacy RadixCache does not (one line naming it)."""
+    argv = ["compare", "prefix-repetition", "--impl", "sglang-legacy", "--policy", "tlru"]
     line = _one_line_error(argv, tmp_path, capsys)
-    assert "variants.impls: sglang: eviction policy 'tlru' is not supported" in line
+    assert "variants.impls: sglang-legacy: eviction policy 'tlru' is not supported" in line
+    ok = ["compare", "prefix-repetition", "--requests", "20", "--impl", "radixbench,sglang",
+          "--policy", "tlru", "--out", str(tmp_path / "ok"), "--no-progress"]  # fmt: skip
+    assert main(ok) == 0
 
 
 # ---------------------------------------------------------------------------- with SGLang
