@@ -48,7 +48,8 @@ from radixbench.cache.interface import (
     time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang_loader import LoadedSGLang, SGLangLoadError
+from radixbench.cache.sglang_loader import LoadedSGLang
+from radixbench.cache.sglang_modules import SGLangLoadError
 
 #: Eviction policies of 0.5.23's ``get_eviction_strategy`` that its ``RadixCache`` supports.
 SGLANG_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")

@@ -65,7 +65,7 @@ if importlib.util.find_spec("sglang") is None:
         allow_module_level=True,
     )
 
-from radixbench.cache.sglang_loader import SGLangLoadError
+from radixbench.cache.sglang_modules import SGLangLoadError
 from radixbench.cache.sglang_served import ServedSGLangCache
 from radixbench.cache.sglang_unified import load_unified
 
