@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from radixbench.cache.registry import ImplError, check_policy, resolve
-from radixbench.harness.experiments.equivalence import check_equivalence
 from radixbench.harness.config.scenario import bundled_scenarios, load_scenario
+from radixbench.harness.experiments.equivalence import check_equivalence
 from radixbench.sim import VariantSim, run_interleaved
 from radixbench.sim.config import Variant
 from radixbench.workloads.sources import load_workload
