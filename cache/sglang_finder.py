@@ -59,18 +59,18 @@ class ModuleSet:
     """What one load executes and stubs (the finder's rules: module docstring).
 
     ``real``: modules executed from their source files, imported in this order by
-    :func:`~radixbench.cache.sglang_modules.load_modules`; ``stubbed``: stubbed module -> who imports it and why it is not needed
-    (the stub's docstring); ``attributes``: stubbed module -> attributes that work (values set
-    on the stub, e.g. a flag the imported code reads at import time); ``functions``: stubbed
-    module -> SGLang functions compiled into it (:class:`SourceFunctions`); ``real_prefixes``:
-    any module under these prefixes (``"sglang.srt.mem_cache."``; an entry without the trailing
-    dot names one module) is executed from its source file when something imports it;
-    ``run_init``: packages whose ``__init__.py`` runs; ``passthrough``: modules Python's own
-    finders load (a compiled extension); ``folder_packages``: every folder of the package is a
-    synthetic package (otherwise only the parents of the declared modules are); ``optional``:
-    imported after ``real`` (by the rules above: under ``real_prefixes``), a failure is
-    recorded (``LoadedModules.failed``) instead of raised. A set is only data: the
-    finder reads it."""
+    :func:`~radixbench.cache.sglang_modules.load_modules`; ``stubbed``: stubbed module -> who
+    imports it and why it is not needed (the stub's docstring); ``attributes``: stubbed module
+    -> attributes that work (values set on the stub, e.g. a flag the imported code reads at
+    import time); ``functions``: stubbed module -> SGLang functions compiled into it
+    (:class:`SourceFunctions`); ``real_prefixes``: any module under these prefixes
+    (``"sglang.srt.mem_cache."``; an entry without the trailing dot names one module) is
+    executed from its source file when something imports it; ``run_init``: packages whose
+    ``__init__.py`` runs; ``passthrough``: modules Python's own finders load (a compiled
+    extension); ``folder_packages``: every folder of the package is a synthetic package
+    (otherwise only the parents of the declared modules are); ``optional``: imported after
+    ``real`` (by the rules above: under ``real_prefixes``), a failure is recorded
+    (``LoadedModules.failed``) instead of raised. A set is only data: the finder reads it."""
 
     real: tuple[str, ...]
     stubbed: Mapping[str, str]
