@@ -174,13 +174,11 @@ def _legacy_from_unified(
 
 
 def _info(kind: str, loaded: Any) -> ImplInfo:
+    from radixbench.cache.sglang_report import impl_info
+
     if kind == "served":
-        from radixbench.cache.sglang_served import served_info
-
-        return served_info(loaded)
-    from radixbench.cache.sglang_adapter import sglang_info
-
-    return sglang_info(loaded)
+        return impl_info(loaded, loaded.core, loaded.core_reason)
+    return impl_info(loaded)
 
 
 def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
