@@ -1,10 +1,33 @@
 """Fixtures for the radixbench.cache tests.
 
-``make_cache`` builds a ``RadixCache`` over a fresh ``TokenToKVPoolAllocator`` (and a
-``ReqToTokenPool``) for the evictor x matcher pair the test is parametrized with. ``make_impl``
-does the same for every evictor x matcher pair *and* for sglang 0.5.23's own ``RadixCache``
+A cache under test is built by a factory fixture whose name says which algorithm axis the test
+varies, so that a test runs once per evictor only where what it checks depends on the evictor,
+and once per matcher only where it depends on the matcher (one test instance per entry):
+
+    make_cache_per_evictor  every evictor, matcher ``FIXED_MATCHER``
+    make_cache_per_matcher  every matcher, evictor ``FIXED_EVICTOR``
+    make_cache              every evictor x matcher pair
+    make_default_cache      ``FIXED_EVICTOR`` + ``FIXED_MATCHER`` only
+    make_impl_per_evictor, make_impl_per_matcher, make_impl, make_default_impl
+                            the same, plus sglang 0.5.23's own ``RadixCache``
+
+What a test varies is decided from what it checks. The evictor: evict's victims, their order
+and what they free, and the evictor's own bookkeeping of the evictable leaves (``on_change``
+on lock / unlock / touch / split, ``reset``), which ``check_integrity`` compares with the tree
+(``Evictor.members``). The matcher: a prefix length — match results, insert's cached prefix,
+where a node splits, page rounding, namespaces. Both: a test whose subject is every kind of
+operation together. Neither (``make_default_*``): request bookkeeping (checkpoint / release),
+node fields, clock readings, value copies, validation, ``check_integrity``'s own detection.
+Every evictor and every matcher still runs every kind of operation on random streams compared
+after each operation: test_cache_differential.py and test_cache_model.py run every pair (tree
+operations, against a reference pair and an oracle), test_sglang_fidelity.py and
+test_sglang_served_fidelity.py every evictor and every matcher against SGLang, request flows
+(checkpoint, release) included.
+
+The ``make_impl*`` factories add sglang 0.5.23's own ``RadixCache``
 (``sglang_adapter.SGLangCache``; that case is skipped when sglang is not installed), so a test
-written against it checks that radixbench and SGLang behave alike. ``put`` inserts a token list
+written against them checks that radixbench and SGLang behave alike. ``impl_name*`` is the
+instance's implementation: ``"evictor+matcher"`` or ``"sglang"``. ``put`` inserts a token list
 with freshly allocated KV slots and frees the duplicate-prefix slots exactly as a caller of
 ``RadixCache.insert`` must (``p = cache.insert(key, v); alloc.free(v[:p])``), then checks the
 cache's invariants (``check_any``: ``check_integrity`` for radixbench, a recount of the sizes
@@ -41,9 +64,16 @@ from radixbench.cache import (
 
 EVICTOR_NAMES = sorted(EVICTORS)
 MATCHER_NAMES = sorted(MATCHERS)
+#: The axis a test does not vary is fixed at sglang 0.5.23's own algorithm (``CacheConfig``'s
+#: defaults): ``RadixCache.evict``'s heapify and ``RadixKey.match``'s galloping search.
+FIXED_EVICTOR = "heapify"
+FIXED_MATCHER = "galloping"
 #: radixbench's cache as ``"evictor+matcher"``, and sglang 0.5.23's own ``RadixCache``.
 SGLANG = "sglang"
 IMPL_NAMES = [f"{e}+{m}" for e in EVICTOR_NAMES for m in MATCHER_NAMES] + [SGLANG]
+IMPL_NAMES_PER_EVICTOR = [f"{e}+{FIXED_MATCHER}" for e in EVICTOR_NAMES] + [SGLANG]
+IMPL_NAMES_PER_MATCHER = [f"{FIXED_EVICTOR}+{m}" for m in MATCHER_NAMES] + [SGLANG]
+IMPL_NAMES_DEFAULT = [f"{FIXED_EVICTOR}+{FIXED_MATCHER}", SGLANG]
 
 
 @pytest.fixture(params=EVICTOR_NAMES)
@@ -167,15 +197,55 @@ def check_any(cache: Any) -> None:
 MakeCache = Callable[..., tuple[Any, TokenToKVPoolAllocator]]
 
 
+def _cache_factory(evictor: str, matcher: str) -> MakeCache:
+    """``factory(page_size=1, policy="lru", kv_size=256, ...)`` -> (cache, alloc): a
+    ``build_cache`` defaulting to ``evictor`` and ``matcher``."""
+
+    def factory(**kw: Any) -> tuple[RadixCache, TokenToKVPoolAllocator]:
+        kw.setdefault("evictor", evictor)
+        kw.setdefault("matcher", matcher)
+        return build_cache(**kw)
+
+    return factory
+
+
 @pytest.fixture
 def make_cache(evictor_name: str, matcher_name: str) -> MakeCache:
     """Factory ``make_cache(page_size=1, policy="lru", kv_size=256, ...)`` -> (cache, alloc),
-    defaulting to the evictor and matcher this test instance is parametrized with."""
+    defaulting to this instance's evictor x matcher pair (every pair): for a test whose
+    subject depends on both axes."""
+    return _cache_factory(evictor_name, matcher_name)
 
-    def factory(**kw: object) -> tuple[RadixCache, TokenToKVPoolAllocator]:
-        kw.setdefault("evictor", evictor_name)
-        kw.setdefault("matcher", matcher_name)
-        return build_cache(**kw)  # type: ignore[arg-type]
+
+@pytest.fixture
+def make_cache_per_evictor(evictor_name: str) -> MakeCache:
+    """``make_cache`` with this instance's evictor (every evictor) and ``FIXED_MATCHER``."""
+    return _cache_factory(evictor_name, FIXED_MATCHER)
+
+
+@pytest.fixture
+def make_cache_per_matcher(matcher_name: str) -> MakeCache:
+    """``make_cache`` with this instance's matcher (every matcher) and ``FIXED_EVICTOR``."""
+    return _cache_factory(FIXED_EVICTOR, matcher_name)
+
+
+@pytest.fixture
+def make_default_cache() -> MakeCache:
+    """``make_cache`` with ``FIXED_EVICTOR`` and ``FIXED_MATCHER`` only: for a test that
+    depends on neither axis."""
+    return _cache_factory(FIXED_EVICTOR, FIXED_MATCHER)
+
+
+def _impl_factory(impl_name: str) -> MakeCache:
+    """``factory(page_size=1, policy="lru", kv_size=256, ...)`` -> (cache, alloc): radixbench's
+    cache with ``impl_name``'s ``evictor+matcher``, or sglang 0.5.23's (``build_sglang``;
+    skipped when sglang is not installed)."""
+
+    def factory(**kw: Any) -> tuple[Any, TokenToKVPoolAllocator]:
+        if impl_name == SGLANG:
+            return build_sglang(**kw)
+        evictor, matcher = impl_name.split("+")
+        return build_cache(evictor=evictor, matcher=matcher, **kw)
 
     return factory
 
@@ -185,19 +255,45 @@ def impl_name(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture(params=IMPL_NAMES_PER_EVICTOR)
+def impl_name_per_evictor(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(params=IMPL_NAMES_PER_MATCHER)
+def impl_name_per_matcher(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(params=IMPL_NAMES_DEFAULT)
+def impl_name_default(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture
 def make_impl(impl_name: str) -> MakeCache:
     """Factory ``make_impl(page_size=1, policy="lru", kv_size=256, ...)`` -> (cache, alloc):
-    radixbench's cache with this instance's evictor x matcher, or sglang 0.5.23's
-    (``build_sglang``; skipped when sglang is not installed)."""
+    radixbench's cache with this instance's evictor x matcher pair (every pair), or sglang
+    0.5.23's (``build_sglang``; skipped when sglang is not installed)."""
+    return _impl_factory(impl_name)
 
-    def factory(**kw: Any) -> tuple[Any, TokenToKVPoolAllocator]:
-        if impl_name == SGLANG:
-            return build_sglang(**kw)
-        evictor, matcher = impl_name.split("+")
-        return build_cache(evictor=evictor, matcher=matcher, **kw)
 
-    return factory
+@pytest.fixture
+def make_impl_per_evictor(impl_name_per_evictor: str) -> MakeCache:
+    """``make_impl`` over every evictor (matcher ``FIXED_MATCHER``) and SGLang."""
+    return _impl_factory(impl_name_per_evictor)
+
+
+@pytest.fixture
+def make_impl_per_matcher(impl_name_per_matcher: str) -> MakeCache:
+    """``make_impl`` over every matcher (evictor ``FIXED_EVICTOR``) and SGLang."""
+    return _impl_factory(impl_name_per_matcher)
+
+
+@pytest.fixture
+def make_default_impl(impl_name_default: str) -> MakeCache:
+    """``make_impl`` over ``FIXED_EVICTOR`` + ``FIXED_MATCHER`` and SGLang."""
+    return _impl_factory(impl_name_default)
 
 
 def put_tokens(
