@@ -11,6 +11,9 @@ import pytest
 
 from radixbench.reports.study import point_rows
 
+#: pytester: tests/cache/test_volume_checks.py runs pytest sessions of its own.
+pytest_plugins = ["pytester"]
+
 
 def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):
     """Two variants; the candidate's TTFT/E2E are ``speedup`` x shorter after t = 10 s; the

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import importlib.util
 from array import array
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -437,3 +438,168 @@ def admit() -> Callable[..., tuple[Req, torch.Tensor]]:
 @pytest.fixture
 def extend() -> Callable[..., torch.Tensor]:
     return extend_req
+
+
+# ---------------------------------------------------------------- volume checks
+#
+# The hypothesis differential tests promise a volume: together their cases replay at least so
+# many distinct random operations, and reach every outcome they are built to reach. The cases
+# of one such test function carry ``@pytest.mark.volume(name, check)``, ``check()`` asserting
+# the module's ledger totals (and returning a line for the terminal summary). Once the cases
+# are selected, one check item per volume, ``<module>::volume[<name>]``, is added at the very
+# end of the session, after every case whatever the order of the modules:
+#
+# * every case selected: after all ran, it fails unless every case passed and ``check()``
+#   passes — the volume is short or an outcome is rare;
+# * some cases deselected by the user (``-k``, ``--deselect``, node ids, ``--lf``, ``--sw``):
+#   it skips, and the terminal summary says that the volume was not checked and how many cases
+#   were selected;
+# * some cases deselected otherwise (a marker on part of them): it fails — the default test
+#   command (``-m "not slow"``) could otherwise pass without the volume it promises.
+#
+# A volume none of whose cases is selected is not checked (``-m slow`` selects the slow ones).
+
+VOLUME = "volume"
+_CASES = pytest.StashKey[dict[tuple[pytest.Module, str], dict[str, pytest.Item]]]()
+_OUTCOMES = pytest.StashKey[dict[str, str]]()
+_VOLUME_LINES = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_CASES] = {}
+    config.stash[_OUTCOMES] = {}
+    config.stash[_VOLUME_LINES] = []
+
+
+def _volume_of(item: pytest.Item) -> pytest.Mark | None:
+    return item.get_closest_marker(VOLUME)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """Every case of a volume a module collects, selected later or not (node ids on the command
+    line, ``-k`` and ``-m`` drop cases from the session's items, not from here)."""
+    report = yield
+    for node in report.result or ():
+        mark = _volume_of(node) if isinstance(node, pytest.Item) else None
+        module = node.getparent(pytest.Module)
+        if mark is not None and module is not None:
+            cases = node.config.stash[_CASES].setdefault((module, mark.args[0]), {})
+            cases[node.nodeid] = node
+    return report
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """After deselection: one check item per volume with a selected case, at the end."""
+    selected = {id(item) for item in items}
+    for (module, name), by_id in config.stash[_CASES].items():
+        cases = list(by_id.values())
+        if any(id(case) in selected for case in cases):
+            check = _volume_of(cases[0]).args[1]  # type: ignore[union-attr]
+            items.append(
+                VolumeCheck.from_parent(
+                    module, name=f"{VOLUME}[{name}]", volume=name, cases=cases, check=check
+                )
+            )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Each case's outcome: passed, failed or skipped (a failed setup or teardown counts)."""
+    report = yield
+    if report.when == "call" or not report.passed:
+        outcomes = item.config.stash[_OUTCOMES]
+        if outcomes.get(report.nodeid) != "failed":
+            outcomes[report.nodeid] = report.outcome
+    return report
+
+
+def _user_narrowed(config: pytest.Config) -> str:
+    """How the user narrowed the selection below whole modules, or ``""``."""
+    how = []
+    if config.option.keyword:
+        how.append(f"-k {config.option.keyword!r}")
+    if config.option.deselect:
+        how.append("--deselect")
+    if any("::" in str(arg) for arg in config.args):
+        how.append("node ids")
+    for flag, dest in (("--lf", "lf"), ("--sw", "stepwise")):
+        if config.getoption(dest, False):
+            how.append(flag)
+    return ", ".join(how)
+
+
+class VolumeCheck(pytest.Item):
+    """The volume check of the cases marked ``volume(name, check)`` in one module."""
+
+    def __init__(
+        self,
+        *,
+        volume: str,
+        cases: list[pytest.Item],
+        check: Callable[[], str],
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        self.volume = volume
+        self.cases = cases
+        self.check = check
+
+    def runtest(self) -> None:
+        config = self.config
+        lines = config.stash[_VOLUME_LINES]
+        chosen = {id(item) for item in self.session.items}
+        selected = [c for c in self.cases if id(c) in chosen]
+        n, k = len(self.cases), len(selected)
+        if k < n:
+            narrowed = _user_narrowed(config)
+            what = f"{self.volume}: {k} of {n} cases selected"
+            if not narrowed:
+                raise VolumeError(
+                    f"{what}, deselected by neither -k, --deselect, node ids, --lf nor --sw (a "
+                    "marker on part of them?): the volume cannot be checked"
+                )
+            lines.append(f"{what} ({narrowed}): volume NOT checked")
+            pytest.skip(f"volume not checked: {what} ({narrowed})")
+        outcomes = config.stash[_OUTCOMES]
+        missing = [c.nodeid for c in selected if c.nodeid not in outcomes]
+        if missing:
+            raise VolumeError(
+                f"{self.volume}: checked before {len(missing)} of its {n} cases ran "
+                f"(a plugin reordered the tests?), e.g. {missing[0]}"
+            )
+        bad = Counter(outcomes[c.nodeid] for c in selected if outcomes[c.nodeid] != "passed")
+        if bad:
+            how = ", ".join(f"{count} {outcome}" for outcome, count in sorted(bad.items()))
+            lines.append(f"{self.volume}: FAILED, {how} of {n} cases")
+            raise VolumeError(f"{self.volume}: {how} of its {n} cases: the volume is short")
+        try:
+            line = self.check()
+        except AssertionError as e:
+            lines.append(f"{self.volume}: FAILED, {e}")
+            raise VolumeError(f"{self.volume}: {e}") from None
+        lines.append(f"{self.volume}: {n} cases, {line}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, VolumeError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"volume check: {self.volume}"
+
+
+class VolumeError(AssertionError):
+    """A volume check failed; the message says why."""
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = config.stash.get(_VOLUME_LINES, [])
+    if lines:
+        terminalreporter.write_sep("-", "volume checks")
+        for line in lines:
+            for part in line.splitlines():
+                terminalreporter.write_line(part)
