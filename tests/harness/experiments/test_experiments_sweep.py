@@ -57,6 +57,7 @@ def _finished(cells: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_sweep_runs_gathers_and_resumes(grid_file, tmp_path, cluster) -> None:
     grid = load_grid(grid_file)
     out = tmp_path / "sweep"
@@ -118,6 +119,7 @@ if __name__ == "__main__":  # not in the workers (started by spawning this scrip
 """
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_killed_sweep_resumes_without_redoing_cells(grid_file, tmp_path) -> None:
     out = tmp_path / "sweep"
     cells = out / "cells"
@@ -173,6 +175,7 @@ def _crash_once(marker_dir: str, cell: Cell, cells_dir: str) -> str:
     return run_cell(cell, cells_dir)
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_cell_whose_worker_died_is_retried(grid_file, tmp_path, cluster) -> None:
     grid = load_grid(grid_file)
     grid = type(grid)(grid.path, grid.description, grid.params, grid.cells[:2])
@@ -202,6 +205,7 @@ def test_cli_bad_scheduler_and_grid(tmp_path, capsys) -> None:
     assert "--scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_cell_with_bad_input_fails_in_one_line(tmp_path, cluster, capfd) -> None:
     # Every request of prefix-repetition needs 640 KV slots: these cells cannot run at all.
     g = tmp_path / "tiny.toml"
