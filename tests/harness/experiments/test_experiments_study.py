@@ -99,6 +99,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> None:
     spec = load_study(_write(tmp_path, TINY), quick=True)
     out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
