@@ -101,6 +101,12 @@ def _load_radixbench(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
 
 
 def _make_radixbench(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    if config.hicache is not None:
+        from radixbench.cache.hicache import TieredRadixCache
+
+        return TieredRadixCache(
+            pool, allocator, config, config.hicache, config.hicache.bytes_per_token
+        )
     from radixbench.cache.radix_cache import RadixCache
 
     return RadixCache(pool, allocator, config)
@@ -217,6 +223,7 @@ register_impl(
         load=_load_radixbench,
         factory=_make_radixbench,
         axes=frozenset({"evictor", "matcher"}),
+        hicache=True,
         help="radixbench's cache (the default; takes --evictors and --matchers)",
     ),
     replace=True,
