@@ -43,6 +43,7 @@ import ast
 import atexit
 import importlib.util
 import json
+import logging
 import os
 from array import array
 from pathlib import Path
@@ -164,6 +165,8 @@ def load_hicache(spec: str, core: str = "auto", path: str | None = None) -> Load
     """A load of sglang's ``UnifiedRadixCache`` (as ``load_unified``) with the HiCache stand-ins
     installed; cached per package folder and core."""
     base = load_unified(spec, core, path)
+    # its write_back drop / prefetch logs would flood a run's output (the run records counts)
+    logging.getLogger("sglang").setLevel(logging.ERROR)
     key = (base.origin, core)
     if key not in _LOADS:
         loaded = _load_package(spec, Path(base.origin), base.label, core)
@@ -287,6 +290,33 @@ class ServedHiCache(ServedSGLangCache):
             indices.to(torch.int64), node, int(n), int(r.host_hit_length), r.best_match_node
         )
 
+    def insert(
+        self,
+        key: RadixKey,
+        value: torch.Tensor | None = None,
+        priority: int = 0,
+        inserted_len: int = 0,
+    ) -> int:
+        """``ServedSGLangCache.insert`` asking for the adopted ranges
+        (``InsertParams.track_adopted_ranges``): the slots of a walked host-only node become
+        the tree's (``_unevict_node_on_insert``); ``adopted`` lists those ranges within the
+        returned prefix, which the caller must not free."""
+        k = self._key(key, copy=True).page_aligned(self.page_size)
+        params = self._Insert(
+            key=k,
+            value=None if value is None else value[: len(k)],
+            prev_prefix_len=len(k),
+            priority=priority,
+            inserted_len=inserted_len,
+            track_adopted_ranges=True,
+        )
+        with self._swap():
+            r = self._raw["insert"](params)
+        n = int(r.prefix_len)
+        ranges = (r.adopted_ranges or {}).get(self._full, [])
+        self.adopted = [(a, min(b, n)) for a, b in ranges if a < n]
+        return n
+
     def instrument(self, timer: OpTimer) -> None:
         super().instrument(timer)
         self.load_back = timer.timed(  # type: ignore[method-assign]
@@ -300,6 +330,11 @@ class ServedHiCache(ServedSGLangCache):
         self.sgl.evict_host = timer.timed(
             "evict_host", evict_host, self.host_tree_stats, lambda n, *_: n, lambda r, *_: int(r)
         )
+
+    def evict_host(self, num_tokens: int) -> int:
+        """``UnifiedRadixCache.evict_host`` (FULL): host slots freed."""
+        with self._swap():
+            return int(self.sgl.evict_host(num_tokens))
 
     def host_tree_stats(self) -> tuple[int, int, int]:
         leaves = 0 if self.rust else len(self.core.evictable_host_leaves)

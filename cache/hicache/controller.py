@@ -347,6 +347,7 @@ class SimController:
             hit_pages = 0
         op.hash_value = op.all_hash_values[:hit_pages]
         op.storage_hit_count = hit_pages * self.page_size
+        op.pool_storage_result.update_kv_hit_pages(hit_pages)
         self.prefetch_hit_queue.put(op)
 
     def terminate_prefetch(self, op: PrefetchOp) -> tuple[int, list[Any]]:
@@ -435,13 +436,18 @@ class _Outbox:
 
 
 class _PoolResult:
-    """``PoolTransferResult`` for a FULL-only tree: no extra pools."""
+    """``PoolTransferResult`` (``mem_cache/hicache_storage.py:171-198``) of a FULL-only tree."""
 
-    def update_extra_pool_hit_pages(self, hits: Any) -> None:
-        pass
+    def __init__(self) -> None:
+        self.kv_hit_pages = 0
+        self.extra_pool_hit_pages: dict[str, int] = {}
+        self.restorable_prefix_pages = None
+
+    def update_extra_pool_hit_pages(self, hits: dict[str, int]) -> None:
+        self.extra_pool_hit_pages.update(hits)
 
     def update_kv_hit_pages(self, pages: int) -> None:
-        pass
+        self.kv_hit_pages = max(self.kv_hit_pages, pages)
 
 
 STORAGE_BATCH = STORAGE_BATCH_PAGES

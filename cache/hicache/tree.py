@@ -309,7 +309,11 @@ class TieredTree(RadixCache):
                 child.priority = priority
             if child.value is None:
                 self._unevict(child, value[offset : offset + n])
-                self.adopted.append((offset, offset + n))
+                adopted = self.adopted
+                if adopted and adopted[-1][1] == offset:  # one range, as sglang records it
+                    adopted[-1] = (adopted[-1][0], offset + n)
+                else:
+                    adopted.append((offset, offset + n))
             else:
                 self._touch(child)
             offset += n
