@@ -414,7 +414,6 @@ class ServedHiCache(ServedSGLangCache):
         return {
             "host_capacity_tokens": self.group.size,
             "host_used_tokens": self.group.used(),
-            "host_only_tokens": 0,
             "host_evictable_leaves": self.host_tree_stats()[2],
             "prefetches": len(self.sgl.ongoing_prefetch),
         }

@@ -20,7 +20,7 @@ from radixbench.cache.radix_cache import CacheConfig
 from radixbench.cache.registry import make_cache
 from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
-from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
 from radixbench.sim.request import Req
@@ -150,6 +150,7 @@ class VariantSim:
                 variant.matcher,
                 cfg.policy,
                 split_rule=cfg.split_rule,
+                hicache=cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS)),
             ),
         )
         self.rec = OpRecorder(lambda: float(env.now))

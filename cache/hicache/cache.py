@@ -119,17 +119,11 @@ class TieredRadixCache(StorageOps):
         return self.check_prefetch_progress(rid, now) if self.storage_on else True
 
     def tier_stats(self) -> dict[str, int]:
-        """Host pool ``host_capacity_tokens`` / ``host_used_tokens``, host-only nodes' tokens
-        ``host_only_tokens``, ``host_evictable_leaves``, prefetches in flight."""
-        host_only = sum(
-            len(n.key)
-            for n in self.nodes_by_id.values()
-            if n.value is None and n.parent is not None
-        )
+        """O(1): host pool ``host_capacity_tokens`` / ``host_used_tokens``,
+        ``host_evictable_leaves``, ``prefetches`` in flight."""
         return {
             "host_capacity_tokens": self.host_pool.size,
             "host_used_tokens": self.host_pool.used(),
-            "host_only_tokens": host_only,
             "host_evictable_leaves": self.hosts.num_evictable_leaves,
             "prefetches": len(self.ongoing_prefetch),
         }

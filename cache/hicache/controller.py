@@ -20,12 +20,13 @@ serves both radixbench's tiered cache and sglang's own tree (``--impl sglang
 
 Every copy the tree starts becomes one :class:`~radixbench.cache.interface.CacheAction` in
 ``take_actions()``: ``d2h`` / ``h2d`` (``tokens``, ``ack``), ``l3_query`` / ``l3_read`` /
-``l3_write`` (``op``). The simulator times them (``radixbench.sim.transfers``) and reports
-completion here — ``ack.finish_event.set()``, :meth:`query_done`, :meth:`read_batch_done`,
-:meth:`write_batch_done` — so the tree learns completions only when it polls its events, as
-sglang's ``check_hicache_events`` does. An ack the tree *synchronizes* on before it completed
-(``write_back``'s blocking copy, ``unified_radix_cache.py:3482-3491``) completes at once and is
-marked ``blocking``: the simulator charges its time to the step that waited.
+``l3_write`` (``op``, and ``ctrl``: this controller, to report to). The simulator times them
+(``radixbench.sim.transfers``) and reports completion here — ``ack.finish_event.set()``,
+:meth:`query_done`, :meth:`read_batch_done`, :meth:`write_batch_done` — so the tree learns
+completions only when it polls its events, as sglang's ``check_hicache_events`` does. An ack
+the tree *synchronizes* on before it completed (``write_back``'s blocking copy,
+``unified_radix_cache.py:3482-3491``) completes at once and is marked ``blocking``: the
+simulator charges its time to the step that waited.
 """
 
 from __future__ import annotations
@@ -331,7 +332,8 @@ class SimController:
         op.pool_storage_result = _PoolResult()
         assert self.hash_pages is not None
         op.all_hash_values = self.hash_pages(prefetch_key, last_hash)
-        self.actions.append(CacheAction("l3_query", {"op": op, "pages": len(op.all_hash_values)}))
+        pages = len(op.all_hash_values)
+        self.actions.append(CacheAction("l3_query", {"op": op, "pages": pages, "ctrl": self}))
         return PrefetchSubmission(operation=op)
 
     def query_batch(self, op: PrefetchOp, start: int, n: int) -> int:
@@ -404,7 +406,7 @@ class SimController:
         extra_pools: Any = None,
     ) -> int:
         op = StorageOp(host_indices, token_ids, list(hash_value or []), prefix_keys)
-        self.actions.append(CacheAction("l3_write", {"op": op}))
+        self.actions.append(CacheAction("l3_write", {"op": op, "ctrl": self}))
         return op.id
 
     def write_batch_done(self, op: StorageOp, start: int, n: int) -> None:
@@ -432,7 +434,7 @@ class _Outbox:
         self.queue: list[Any] = []
 
     def put(self, op: PrefetchOp) -> None:
-        self.ctrl.actions.append(CacheAction(self.kind, {"op": op}))
+        self.ctrl.actions.append(CacheAction(self.kind, {"op": op, "ctrl": self.ctrl}))
 
 
 class _PoolResult:

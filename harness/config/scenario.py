@@ -53,6 +53,8 @@ _DEFAULT_VARIANTS = {
     "flatten": ["chain"],
     "impls": ["radixbench"],
 }
+#: ``[variants]`` keys beyond the lists above: ``hicache``, the HiCache write policies (an axis).
+_HICACHE_KEY = "hicache"
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,12 @@ def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
     return value
 
 
-def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, ...]:
+def _variants(table: dict[str, Any], file: str, sim: SimConfig) -> tuple[Variant, ...]:
+    policy = sim.policy
     for key in table:
-        if key not in _DEFAULT_VARIANTS:
-            raise ScenarioError(
-                file, f"variants.{key}", f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}"
-            )
+        if key not in _DEFAULT_VARIANTS and key != _HICACHE_KEY:
+            known = ", ".join([*_DEFAULT_VARIANTS, _HICACHE_KEY])
+            raise ScenarioError(file, f"variants.{key}", f"unknown key; known: {known}")
     lists = {}
     for key, default in _DEFAULT_VARIANTS.items():
         names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
@@ -108,9 +110,49 @@ def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, .
             else "flatten"
         )
         raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
+    out = _hicache_variants(out, table.get(_HICACHE_KEY), impls, file, sim)
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
     return tuple(out)
+
+
+def _hicache_variants(
+    variants: list[Variant], policies: Any, impls: Any, file: str, sim: SimConfig
+) -> list[Variant]:
+    """With HiCache on, every variant once per write policy (``[variants] hicache``, default
+    the ``[cache.hicache]`` write policy), the policy as its ``hicache`` axis. Raises
+    :class:`ScenarioError` for policies without HiCache, an unknown policy, or an
+    implementation that has no HiCache."""
+    from radixbench.cache.hicache import WRITE_POLICIES
+    from radixbench.cache.registry import resolve
+    from radixbench.sim.config import HICACHE_AXIS
+
+    key = f"variants.{_HICACHE_KEY}"
+    if sim.hicache is None:
+        if policies is not None:
+            raise ScenarioError(file, key, "needs HiCache on (--enable-hierarchical-cache)")
+        return variants
+    names = coerce(policies, list[str], key, file) if policies is not None else None
+    names = names or [sim.hicache.write_policy]
+    for name in names:
+        if name not in WRITE_POLICIES:
+            raise ScenarioError(
+                file, key,
+                f"--hicache-write-policy: unknown policy {name!r}; known: "
+                f"{', '.join(WRITE_POLICIES)}",
+            )  # fmt: skip
+    for impl in impls:
+        if not resolve(impl.spec).entry.hicache:
+            raise ScenarioError(
+                file, "cache.hicache",
+                f"--enable-hierarchical-cache: impl {impl.spec!r} has no HiCache (implementations "
+                "with it: radixbench, sglang, sglang-python)",
+            )  # fmt: skip
+    return [
+        dataclasses.replace(v, extra=(*v.extra, (HICACHE_AXIS, name)))
+        for v in variants
+        for name in names
+    ]
 
 
 def parse_scenario(
@@ -157,7 +199,7 @@ def parse_scenario(
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
-    variants = _variants(_table(doc, "variants", file), file, sim.policy)
+    variants = _variants(_table(doc, "variants", file), file, sim)
     return Scenario(
         name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
     )
