@@ -1,0 +1,154 @@
+"""HiCache in the report: the tier split of prefix hits, and what one HiCache setting does to
+serving against another (``--hicache-write-policy write_through,write_back``).
+
+Reads the per-request table's tier columns and the ``metrics`` row's tier measures
+(``radixbench.sim.tier_metrics``; docs/CONTRACTS.md). The headline gains:
+
+* per variant, the prefix hit rate split by tier — device / host (L2) / storage (L3), tokens
+  over input tokens — the bytes each link moved and its mean utilisation, the host pool's mean
+  occupancy and the mean time a request waited on I/O;
+* for each pair of variants that differ only on the ``hicache`` axis (the baseline: the first
+  policy listed, or ``--baseline hicache=POLICY``), TTFT p50 and p99 ratios (baseline /
+  candidate: > 1 = the candidate is faster) and the output-throughput ratio (candidate /
+  baseline: > 1 = more tokens per second), each with a paired percentile-bootstrap 95 % CI over
+  the requests (resampled jointly, seeded). Under either clock: a HiCache setting changes what
+  is cached and how long transfers take, both in simulated time (the coupled clock adds the
+  cache's measured CPU time on top).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from radixbench.reports.axes import VariantSet
+from radixbench.reports.verdicts import bootstrap_ratio
+
+__all__ = ["AXIS", "hicache_lines", "throughput_ratio", "tier_table"]
+
+AXIS = "hicache"
+_TIERS = ("device", "host", "storage")
+
+
+def has_tiers(requests: pd.DataFrame) -> bool:
+    return "host_hit_tokens" in requests.columns
+
+
+def tier_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: hit rate by tier, GB moved per link, link and host-pool utilisation, mean
+    I/O times (the ``metrics`` row's tier columns, renamed for reading)."""
+    cols = {
+        "variant": "variant",
+        "prefix_hit_rate": "hit rate",
+        "device_hit_rate": "device",
+        "host_hit_rate": "host (L2)",
+        "storage_hit_rate": "storage (L3)",
+        "d2h_bytes": "D2H GB",
+        "h2d_bytes": "H2D GB",
+        "l3_read_bytes": "L3 read GB",
+        "l3_write_bytes": "L3 write GB",
+        "host_link_util": "host link util",
+        "mean_host_util": "host pool util",
+        "mean_load_ms": "load ms",
+        "mean_prefetch_ms": "prefetch ms",
+        "mean_io_wait_ms": "I/O wait ms",
+    }
+    out = metrics[[c for c in cols if c in metrics.columns]].rename(columns=cols).copy()
+    for c in out.columns:
+        if c.endswith(" GB"):
+            out[c] = out[c] / 1e9
+    return out
+
+
+def throughput_ratio(
+    base: pd.DataFrame, cand: pd.DataFrame, n_resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Output-throughput ratio candidate / baseline and its paired percentile-bootstrap 95 %
+    interval. ``base`` / ``cand``: one variant's finished requests each, with ``rid``,
+    ``arrival_s``, ``finish_s``, ``output_len``. Throughput = output tokens / (last finish -
+    first arrival), as ``vllm bench serve``; a resample draws requests (by rid, jointly) with
+    replacement."""
+    m = base.merge(cand, on="rid", suffixes=("_b", "_c"))
+    if m.empty:
+        return float("nan"), float("nan"), float("nan")
+
+    def rate(idx: np.ndarray, side: str) -> np.ndarray:
+        tok = m[f"output_len_{side}"].to_numpy(dtype=float)[idx].sum(axis=-1)
+        span = m[f"finish_s_{side}"].to_numpy()[idx].max(axis=-1) - m[
+            f"arrival_s_{side}"
+        ].to_numpy()[idx].min(axis=-1)
+        return tok / np.where(span > 0, span, np.nan)
+
+    n = len(m)
+    full = np.arange(n)
+    ratio = float(rate(full, "c") / rate(full, "b"))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    r = rate(idx, "c") / rate(idx, "b")
+    lo, hi = np.nanpercentile(r, [2.5, 97.5])
+    return ratio, float(lo), float(hi)
+
+
+def _x(v: float) -> str:
+    return "n/a" if not np.isfinite(v) else f"{v:.3g}"
+
+
+def hicache_lines(
+    requests: pd.DataFrame,
+    metrics: pd.DataFrame | None,
+    variants: VariantSet,
+    baseline: Mapping[str, str],
+    seed: int = 0,
+    n_resamples: int = 1000,
+) -> tuple[list[str], list[str]]:
+    """``(headline lines, serving lines)`` of HiCache (module docstring); empty without it."""
+    if not has_tiers(requests) or metrics is None or metrics.empty:
+        return [], []
+    head: list[str] = []
+    for _, m in metrics.iterrows():
+        if "device_hit_rate" not in m:
+            continue
+        split = " / ".join(f"{m[f'{t}_hit_rate']:.1%}" for t in _TIERS)
+        gb = (m.get("d2h_bytes", 0) + m.get("h2d_bytes", 0)) / 1e9
+        l3 = (m.get("l3_read_bytes", 0) + m.get("l3_write_bytes", 0)) / 1e9
+        head.append(
+            f"hit rate by tier, {m['variant']}: {m['prefix_hit_rate']:.1%} = device / host / "
+            f"storage {split}; host link {gb:,.1f} GB moved (util {m['host_link_util']:.1%}), "
+            f"storage {l3:,.1f} GB; host pool {m.get('mean_host_util', float('nan')):.0%} full "
+            f"on average; I/O wait {m['mean_io_wait_ms']:,.1f} ms per request."
+        )
+    serving: list[str] = []
+    if AXIS not in variants.varied():
+        return head, serving
+    base_val = baseline.get(AXIS)
+    done = requests[requests["status"] == "finished"]
+    for name in variants.names:
+        pair = variants.partner(name, AXIS, baseline)
+        if pair is None:
+            continue
+        b = done[done["variant"] == pair.baseline].sort_values("rid")
+        c = done[done["variant"] == name].sort_values("rid")
+        both = np.intersect1d(b["rid"], c["rid"])
+        b, c = b[b["rid"].isin(both)], c[c["rid"].isin(both)]
+        cl, bl = variants.value(name, AXIS), base_val
+        parts = []
+        for label, q in (("p50", 50), ("p99", 99)):
+
+            def pct(x: np.ndarray, axis: int | None = None, q: int = q) -> np.ndarray:
+                return np.percentile(x, q, axis=axis)
+
+            r, lo, hi = bootstrap_ratio(
+                b["ttft_s"].to_numpy(), c["ttft_s"].to_numpy(), paired=True, seed=seed,
+                n_resamples=n_resamples, stat=pct,
+            )  # fmt: skip
+            parts.append(f"TTFT {label} {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+        r, lo, hi = throughput_ratio(b, c, n_resamples, seed)
+        parts.append(f"output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+        serving.append(
+            f"HiCache {cl} vs {bl}: " + ", ".join(parts) + f" (baseline/candidate for TTFT, "
+            f"candidate/baseline for throughput: > 1 favours {cl}; {len(both):,} requests "
+            "paired, 95 % bootstrap CIs)."
+        )
+    return head, serving
