@@ -239,7 +239,7 @@ class ServedHiCache(ServedSGLangCache):
         _Pending.attach = self._attach
         full = loaded.m["ct"].ComponentType.FULL
         self._full = full
-        with loaded.activate(), self._swap():
+        with loaded.activate(), self._state:
             self.sgl.init_hicache(SimpleNamespace(file_storage_path=None), self._params)
             if st is not None:
                 # apply_runtime_config enabled storage; the controller's flag follows it
@@ -282,7 +282,7 @@ class ServedHiCache(ServedSGLangCache):
         """``UnifiedRadixCache.match_prefix`` with its host part: ``host_hit_length`` and
         ``best_match_node``."""
         params = self._Match(key=self._key(key))
-        with self._swap():
+        with self._state:
             r = self._raw["match_prefix"](params)
             node, n = r.last_device_node, r.device_prefix_len
             indices = self.sgl.path_device_indices(node)[:n]
@@ -310,7 +310,7 @@ class ServedHiCache(ServedSGLangCache):
             inserted_len=inserted_len,
             track_adopted_ranges=True,
         )
-        with self._swap():
+        with self._state:
             r = self._raw["insert"](params)
         n = int(r.prefix_len)
         ranges = (r.adopted_ranges or {}).get(self._full, [])
@@ -333,7 +333,7 @@ class ServedHiCache(ServedSGLangCache):
 
     def evict_host(self, num_tokens: int) -> int:
         """``UnifiedRadixCache.evict_host`` (FULL): host slots freed."""
-        with self._swap():
+        with self._state:
             return int(self.sgl.evict_host(num_tokens))
 
     def host_tree_stats(self) -> tuple[int, int, int]:
@@ -348,7 +348,7 @@ class ServedHiCache(ServedSGLangCache):
         return h
 
     def check_events(self) -> None:
-        with self._swap():
+        with self._state:
             self.sgl.check_hicache_events()
 
     def load_back(self, match: TierMatch) -> tuple[int, Any, torch.Tensor]:
@@ -360,7 +360,7 @@ class ServedHiCache(ServedSGLangCache):
             host_hit_length=match.host_hit_length,
             req=_ReqProxy(id(match), match.last_node),
         )
-        with self._swap():
+        with self._state:
             loaded, node = self.sgl.init_load_back(params)
         if not loaded:
             return match.prefix_len, match.last_node, match.device_indices
@@ -368,7 +368,7 @@ class ServedHiCache(ServedSGLangCache):
         return match.prefix_len + int(loaded), node, indices
 
     def start_loading(self) -> int:
-        with self._swap():
+        with self._state:
             return int(self.sgl.ready_to_load_host_cache())
 
     def prefetch(self, rid: Any, match: TierMatch, tokens: Any, namespace: Any) -> None:
@@ -379,7 +379,7 @@ class ServedHiCache(ServedSGLangCache):
         if not (sgl.is_backuped(best) or sgl.is_root(best)):
             return
         start = match.prefix_len + match.host_hit_length
-        with self._swap():
+        with self._state:
             sgl.prefetch_from_storage(
                 self.handle(rid),
                 best,
@@ -395,7 +395,7 @@ class ServedHiCache(ServedSGLangCache):
         if not self.storage_on:
             return True
         _Pending.now = now
-        with self._swap():
+        with self._state:
             return bool(self.sgl.check_prefetch_progress(self.handle(rid)))
 
     def prefetch_deadline(self, rid: Any) -> float | None:

@@ -35,9 +35,11 @@ import pandas as pd
 from tqdm import tqdm
 
 from radixbench.reports.axes import VariantSet, references
+from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
 from radixbench.reports.hicache import has_tiers, hicache_lines
+from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
@@ -73,6 +75,7 @@ class ReportResult(TypedDict):
     speedups: pd.DataFrame
     verdicts: pd.DataFrame
     answer: Answer
+    summary: list[str]
 
 
 def write_report(
@@ -153,6 +156,8 @@ def write_report(
             seed=seed if isinstance(seed, int) else 0,
             request_metrics=clock == "coupled",
         )
+        diverged = not equivalence.get("ok", True) and clock != "coupled"
+        diffs = behaviour_diff(requests, vs, base, n_resamples=n_resamples) if diverged else []
         ans = answer(
             verdicts,
             ops,
@@ -161,6 +166,8 @@ def write_report(
             loads=load_check(requests, timeseries, meta),
             metrics=metrics,
             clock=clock,
+            behaviour=behaviour_lines(diffs, meta.expect_divergence),
+            diverged=diverged,
         )
         verdicts = withhold(verdicts, ans.checks)
         tier_head, tier_serving = hicache_lines(
@@ -168,8 +175,15 @@ def write_report(
         )
         if tier_head or tier_serving:
             ans = Answer(
-                ans.load, [*ans.headline, *tier_head], [*tier_serving, *ans.serving], ans.checks
+                ans.load,
+                [*ans.headline, *tier_head],
+                [*tier_serving, *ans.serving],
+                ans.checks,
+                ans.stated,
             )
+        summary = summary_block(
+            verdicts, ans.checks, ans.serving, equivalence, meta, withhold(ans.stated, ans.checks)
+        )
         bar.update()
         bar.set_postfix_str("tables")
         written = {
@@ -198,6 +212,7 @@ def write_report(
             speedups=speed,
             verdicts=verdicts,
             answer=ans,
+            summary=summary,
         )
         if render:
             frames = (requests, ops, timeseries, metrics)
@@ -281,6 +296,7 @@ def _render(
         verdicts=verdicts,
         metrics=metrics,
         answer=result["answer"],
+        summary=result["summary"],
     )
     bar.update()
     bar.set_postfix_str("report.html")

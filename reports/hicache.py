@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.axes import VariantSet
-from radixbench.reports.verdicts import bootstrap_ratio
+from radixbench.reports.bootstrap import bootstrap_ratio
 
 __all__ = ["AXIS", "hicache_lines", "throughput_ratio", "tier_table"]
 
@@ -124,10 +124,9 @@ def hicache_lines(
         return head, serving
     base_val = baseline.get(AXIS)
     done = requests[requests["status"] == "finished"]
-    for name in variants.names:
-        pair = variants.partner(name, AXIS, baseline)
-        if pair is None:
-            continue
+    pairs = [p for name in variants.names if (p := variants.partner(name, AXIS, baseline))]
+    for pair in pairs:
+        name = pair.candidate
         b = done[done["variant"] == pair.baseline].sort_values("rid")
         c = done[done["variant"] == name].sort_values("rid")
         both = np.intersect1d(b["rid"], c["rid"])
@@ -146,8 +145,9 @@ def hicache_lines(
             parts.append(f"TTFT {label} {_x(r)}x [{_x(lo)}–{_x(hi)}]")
         r, lo, hi = throughput_ratio(b, c, n_resamples, seed)
         parts.append(f"output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+        which = f" ({name} vs {pair.baseline})" if len(pairs) > 1 else ""
         serving.append(
-            f"HiCache {cl} vs {bl}: " + ", ".join(parts) + f" (baseline/candidate for TTFT, "
+            f"HiCache {cl} vs {bl}{which}: " + ", ".join(parts) + f" (baseline/candidate for TTFT, "
             f"candidate/baseline for throughput: > 1 favours {cl}; {len(both):,} requests "
             "paired, 95 % bootstrap CIs)."
         )

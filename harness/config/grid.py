@@ -10,16 +10,18 @@ the variants and the seeds::
     scheduler.max_running = 32
     [grid]                                 # each key: a list of values; "sim.<field>" reaches
     "sim.kv_capacity_tokens" = [150000, 300000, 600000]   # whichever of [cache]/[scheduler]
-    [variants]                             # evictor x matcher x flatten x seed
+    [variants]                             # evictor x matcher x flatten (x impl)
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
-    impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten x seed only
+    impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten only
     seeds = [0]                            # also accepted at the top level
 
-Every cell is validated by loading its scenario with its overrides, so an unknown key, a wrong
-type or an impossible value fails before any work starts. A cell is keyed by a content hash of
-its canonical JSON (including the scenario file's text), so a re-run recognises cells it already
-finished and a changed scenario file invalidates them.
+A cell is one grid point (one combination of the ``[grid]`` values) and one seed, running every
+variant interleaved in one process, so the variants of a point are timed alike and compared
+with ratios and CIs. Every cell is validated by loading its scenario with its overrides, so an
+unknown key, a wrong type or an impossible value fails before any work starts. A cell is keyed
+by a content hash of its canonical JSON (including the scenario file's text and the variants),
+so a re-run recognises cells it already finished and a changed scenario file invalidates them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from radixbench.cache.impls import RADIXBENCH
+from radixbench.cache.impls import RADIXBENCH  # the default impl of a grid
 from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.scenario import (
     DEFAULT_SCENARIO,
@@ -54,31 +56,27 @@ class GridError(ValueError):
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of a sweep: ``scenario`` with ``base`` then ``params`` overrides (dotted scenario
-    keys), one variant, one seed. ``key``: first 16 hex digits of the sha256 of its canonical
-    JSON, which includes ``scenario_sha`` (sha256 of the scenario file's text)."""
+    """One run of a sweep: one grid point — ``scenario`` with ``base`` then ``params``
+    overrides (dotted scenario keys) — with every variant of the grid, timed interleaved in one
+    process (one ``compare`` with its A/A replica), and one seed. ``key``: first 16 hex digits
+    of the sha256 of its canonical JSON, which includes ``scenario_sha`` (sha256 of the
+    scenario file's text) and the variants' axis records."""
 
     scenario: str
     scenario_sha: str
     base: dict[str, Any]
     params: dict[str, Any]
-    variant: Variant
+    variants: tuple[Variant, ...]
     seed: int
 
     def canonical(self) -> dict[str, Any]:
-        """The cell as JSON-able data; a radixbench-impl variant is described by its evictor,
-        matcher and flatten alone, as before the impl axis existed, so keys stay stable."""
-        variant = dataclasses.asdict(self.variant)
-        if self.variant.impl == RADIXBENCH:
-            del variant["impl"], variant["impl_label"]
-        if not variant["extra"]:  # a variant without further axes keys as before they existed
-            del variant["extra"]
+        """The cell as JSON-able data (the variants as their spec, label and axes)."""
         return {
             "scenario": self.scenario,
             "scenario_sha": self.scenario_sha,
             "base": self.base,
             "params": self.params,
-            "variant": variant,
+            "variants": [{"spec": v.impl, "name": v.name, **v.axes()} for v in self.variants],
             "seed": self.seed,
         }
 
@@ -88,22 +86,14 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def overrides(self) -> dict[str, Any]:
-        """Scenario overrides of this cell: base, then params, then variant and seed."""
-        return {
-            **self.base,
-            **self.params,
-            "variants.evictors": [self.variant.evictor],
-            "variants.matchers": [self.variant.matcher],
-            "variants.flatten": [self.variant.flatten],
-            "variants.impls": [self.variant.impl],
-            "seed": self.seed,
-        }
+        """Scenario overrides of this cell: base, then params, then the seed."""
+        return {**self.base, **self.params, "seed": self.seed}
 
     def load(self) -> Scenario:
         """The cell's scenario, validated (``ScenarioError`` on a bad key or value), running
-        exactly the cell's variant (its impl label as the grid assigned it)."""
+        exactly the cell's variants (their impl labels as the grid assigned them)."""
         scenario = load_scenario(self.scenario, self.overrides())
-        return dataclasses.replace(scenario, variants=(self.variant,))
+        return dataclasses.replace(scenario, variants=self.variants)
 
 
 @dataclass(frozen=True)
@@ -210,12 +200,11 @@ def load_grid(path: Path) -> Grid:
     cells = []
     for combo in itertools.product(*axes.values()):
         params = dict(zip(axes, combo, strict=True))
-        for variant in variants:
-            for seed in seeds:
-                cell = Cell(ref, scenario_sha, base, params, variant, seed)
-                try:
-                    cell.load()
-                except ValueError as e:
-                    raise GridError(f"{where}: cell {params}: {e}") from None
-                cells.append(cell)
+        for seed in seeds:
+            cell = Cell(ref, scenario_sha, base, params, tuple(variants), seed)
+            try:
+                cell.load()
+            except ValueError as e:
+                raise GridError(f"{where}: cell {params}: {e}") from None
+            cells.append(cell)
     return Grid(path, str(raw.get("description", path.stem)), tuple(axes), tuple(cells))
