@@ -10,10 +10,11 @@ Reads the per-request table's tier columns and the ``metrics`` row's tier measur
 * for each pair of variants that differ only on the ``hicache`` axis (the baseline: the first
   policy listed, or ``--baseline hicache=POLICY``), TTFT p50 and p99 ratios (baseline /
   candidate: > 1 = the candidate is faster) and the output-throughput ratio (candidate /
-  baseline: > 1 = more tokens per second), each with a paired percentile-bootstrap 95 % CI over
-  the requests (resampled jointly, seeded). Under either clock: a HiCache setting changes what
-  is cached and how long transfers take, both in simulated time (the coupled clock adds the
-  cache's measured CPU time on top).
+  baseline: > 1 = more tokens per second), each with a 95 % percentile-bootstrap CI: TTFT paired
+  by request, throughput over blocks of consecutive requests
+  (:func:`radixbench.reports.study.block_throughput_ratio`), seeded. Under either clock: a
+  HiCache setting changes what is cached and how long transfers take, both in simulated time
+  (the coupled clock adds the cache's measured CPU time on top).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio
+from radixbench.reports.study import block_throughput_ratio
 
-__all__ = ["AXIS", "hicache_lines", "throughput_ratio", "tier_table"]
+__all__ = ["AXIS", "hicache_lines", "tier_table"]
 
 AXIS = "hicache"
 _TIERS = ("device", "host", "storage")
@@ -62,33 +64,8 @@ def tier_table(metrics: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def throughput_ratio(
-    base: pd.DataFrame, cand: pd.DataFrame, n_resamples: int = 1000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Output-throughput ratio candidate / baseline and its paired percentile-bootstrap 95 %
-    interval. ``base`` / ``cand``: one variant's finished requests each, with ``rid``,
-    ``arrival_s``, ``finish_s``, ``output_len``. Throughput = output tokens / (last finish -
-    first arrival), as ``vllm bench serve``; a resample draws requests (by rid, jointly) with
-    replacement."""
-    m = base.merge(cand, on="rid", suffixes=("_b", "_c"))
-    if m.empty:
-        return float("nan"), float("nan"), float("nan")
-
-    def rate(idx: np.ndarray, side: str) -> np.ndarray:
-        tok = m[f"output_len_{side}"].to_numpy(dtype=float)[idx].sum(axis=-1)
-        span = m[f"finish_s_{side}"].to_numpy()[idx].max(axis=-1) - m[
-            f"arrival_s_{side}"
-        ].to_numpy()[idx].min(axis=-1)
-        return tok / np.where(span > 0, span, np.nan)
-
-    n = len(m)
-    full = np.arange(n)
-    ratio = float(rate(full, "c") / rate(full, "b"))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_resamples, n))
-    r = rate(idx, "c") / rate(idx, "b")
-    lo, hi = np.nanpercentile(r, [2.5, 97.5])
-    return ratio, float(lo), float(hi)
+def _pct(v: object) -> str:
+    return f"{v:.0%}" if isinstance(v, float) and np.isfinite(v) else "-"
 
 
 def _x(v: float) -> str:
@@ -116,8 +93,8 @@ def hicache_lines(
         head.append(
             f"hit rate by tier, {m['variant']}: {m['prefix_hit_rate']:.1%} = device / host / "
             f"storage {split}; host link {gb:,.1f} GB moved (util {m['host_link_util']:.1%}), "
-            f"storage {l3:,.1f} GB; host pool {m.get('mean_host_util', float('nan')):.0%} full "
-            f"on average; I/O wait {m['mean_io_wait_ms']:,.1f} ms per request."
+            f"storage {l3:,.1f} GB; host pool {_pct(m.get('mean_host_util'))} full on average; "
+            f"I/O wait {m['mean_io_wait_ms']:,.1f} ms per request."
         )
     serving: list[str] = []
     if AXIS not in variants.varied():
@@ -143,12 +120,16 @@ def hicache_lines(
                 n_resamples=n_resamples, stat=pct,
             )  # fmt: skip
             parts.append(f"TTFT {label} {_x(r)}x [{_x(lo)}–{_x(hi)}]")
-        r, lo, hi = throughput_ratio(b, c, n_resamples, seed)
+        r, lo, hi = block_throughput_ratio(
+            b["arrival_s"].to_numpy(), b["finish_s"].to_numpy(), c["finish_s"].to_numpy(),
+            n_resamples=n_resamples, seed=seed,
+        )  # fmt: skip
         parts.append(f"output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
-        which = f" ({name} vs {pair.baseline})" if len(pairs) > 1 else ""
+        same = [p for p in pairs if variants.value(p.candidate, AXIS) == cl]
+        which = f" ({name} vs {pair.baseline})" if len(same) > 1 else ""
         serving.append(
             f"HiCache {cl} vs {bl}{which}: " + ", ".join(parts) + f" (baseline/candidate for TTFT, "
             f"candidate/baseline for throughput: > 1 favours {cl}; {len(both):,} requests "
-            "paired, 95 % bootstrap CIs)."
+            "paired, 95 % bootstrap CIs, throughput over blocks of requests)."
         )
     return head, serving

@@ -116,6 +116,9 @@ CLOCKS = ("isolated", "coupled")
 #: The variant axis of HiCache settings: its value is the write policy (``--hicache-write-policy
 #: write_through,write_back`` gives one variant per policy).
 HICACHE_AXIS = "hicache"
+#: The ``hicache`` axis value of a variant without HiCache in a run with it (its baseline in
+#: ``radixbench study hicache``: the device-only cache).
+HICACHE_OFF = "off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,11 +288,12 @@ class SimConfig:
 
     def hicache_for(self, write_policy: str | None) -> HiCacheConfig | None:
         """The cache's HiCache settings for a variant whose ``hicache`` axis is
-        ``write_policy`` (None: the run's default), or None when HiCache is off. The host pool
+        ``write_policy`` (None: the run's default; :data:`HICACHE_OFF`: none), or None when
+        HiCache is off. The host pool
         is sized from the device pool (``kv_capacity_tokens`` in whole pages) as sglang
         0.5.23 sizes it (``host_pool_tokens``)."""
         hc = self.hicache
-        if hc is None:
+        if hc is None or write_policy == HICACHE_OFF:
             return None
         ps = self.page_size
         bpt = self.hicache_bytes_per_token

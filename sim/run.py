@@ -23,9 +23,12 @@ from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
+from radixbench.sim.records import RecordLog
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
 from radixbench.sim.tier_metrics import REQUEST_TIER_COLUMNS, request_columns, run_metrics
+from radixbench.sim.tiers import TIER_SCHEMA
+from radixbench.sim.transfers import TRANSFER_SCHEMA
 from radixbench.workloads.tokens import block_tokens
 from radixbench.workloads.trace import TraceRequest
 
@@ -233,18 +236,22 @@ class VariantSim:
         requests = _request_frame(name, self.done)
         tables: dict[str, pd.DataFrame] = {}
         io = self.sched.io
-        if io is not None:  # HiCache: tier columns, transfers, host occupancy
+        if self.cfg.hicache is not None:  # HiCache: tier columns, transfers, host occupancy
             order = sorted(self.done, key=lambda r: r.rid)
             for col, values in request_columns(order).items():
                 requests[col] = pd.Series(
                     values, index=requests.index, dtype=REQUEST_TIER_COLUMNS[col]
                 )
-            tables["transfers"] = io.engine.log.frame(name)
-            tables["tiers"] = io.steps.frame(name)
+            if io is not None:
+                tables["transfers"] = io.engine.log.frame(name)
+                tables["tiers"] = io.steps.frame(name)
+            else:  # a variant with HiCache off (``hicache=off``): no transfers
+                tables["transfers"] = RecordLog(TRANSFER_SCHEMA).frame(name)
+                tables["tiers"] = RecordLog(TIER_SCHEMA).frame(name)
             metrics.update(
                 run_metrics(
-                    requests, tables["transfers"], tables["tiers"], io.engine.host.bytes_s,
-                    io.engine.host.duplex,
+                    requests, tables["transfers"], tables["tiers"], self.cfg.host_link_bytes_s,
+                    self.cfg.hicache.duplex,
                 )
             )  # fmt: skip
         metrics["events"] = self.events

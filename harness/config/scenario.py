@@ -125,7 +125,7 @@ def _hicache_variants(
     implementation that has no HiCache."""
     from radixbench.cache.hicache import WRITE_POLICIES
     from radixbench.cache.registry import resolve
-    from radixbench.sim.config import HICACHE_AXIS
+    from radixbench.sim.config import HICACHE_AXIS, HICACHE_OFF
 
     key = f"variants.{_HICACHE_KEY}"
     if sim.hicache is None:
@@ -135,11 +135,11 @@ def _hicache_variants(
     names = coerce(policies, list[str], key, file) if policies is not None else None
     names = names or [sim.hicache.write_policy]
     for name in names:
-        if name not in WRITE_POLICIES:
+        if name not in WRITE_POLICIES and name != HICACHE_OFF:
             raise ScenarioError(
                 file, key,
                 f"--hicache-write-policy: unknown policy {name!r}; known: "
-                f"{', '.join(WRITE_POLICIES)}",
+                f"{', '.join(WRITE_POLICIES)}, {HICACHE_OFF}",
             )  # fmt: skip
     for impl in impls:
         if not resolve(impl.spec).entry.hicache:
