@@ -73,6 +73,11 @@ class Scenario:
     variants: tuple[Variant, ...]
     on_bad_line: str = "error"
     base_dir: pathlib.Path | None = None
+    #: the label of the reference implementation's variant among ``variants`` (``[variants]
+    #: reference``: what SGLang serves with, beside radixbench's algorithms), "" without one
+    reference: str = ""
+    #: why the reference asked for does not run (not installed, cannot load...), "" when it does
+    reference_note: str = ""
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -82,12 +87,39 @@ def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
     return value
 
 
-def _variants(table: dict[str, Any], file: str, sim: SimConfig) -> tuple[Variant, ...]:
+def _reference(
+    table: dict[str, Any], file: str, policy: str, flatten: str, taken: set[str]
+) -> tuple[Variant | None, str]:
+    """The reference variant of ``[variants] reference`` (an implementation spec; ``"none"`` or
+    absent: no reference) and why it does not run when it cannot load or run ``policy`` (the run
+    goes on without it: a reference is information beside the comparison, not part of it)."""
+    spec = table.get("reference", "none")
+    if not isinstance(spec, str) or not spec.strip():
+        raise ScenarioError(file, "variants.reference", "an implementation spec or 'none'")
+    if spec == "none":
+        return None, ""
+    try:
+        (impl,) = resolve_impls([spec])
+        check_policy((impl,), policy)
+    except ImplError as exc:
+        return None, f"the reference {spec} does not run here: {exc}"
+    if impl.takes_algorithms:
+        raise ScenarioError(
+            file, "variants.reference", f"{spec}: a reference runs its own algorithms"
+        )
+    if impl.label in taken:  # already compared: it is its own reference
+        return None, ""
+    return Variant(flatten=flatten, impl=impl.spec, impl_label=impl.label), ""
+
+
+def _variants(
+    table: dict[str, Any], file: str, sim: SimConfig
+) -> tuple[tuple[Variant, ...], Variant | None, str]:
     policy = sim.policy
+    known = (*_DEFAULT_VARIANTS, _HICACHE_KEY, "reference")
     for key in table:
-        if key not in _DEFAULT_VARIANTS and key != _HICACHE_KEY:
-            known = ", ".join([*_DEFAULT_VARIANTS, _HICACHE_KEY])
-            raise ScenarioError(file, f"variants.{key}", f"unknown key; known: {known}")
+        if key not in known:
+            raise ScenarioError(file, f"variants.{key}", f"unknown key; known: {', '.join(known)}")
     lists = {}
     for key, default in _DEFAULT_VARIANTS.items():
         names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
@@ -113,7 +145,20 @@ def _variants(table: dict[str, Any], file: str, sim: SimConfig) -> tuple[Variant
     out = _hicache_variants(out, table.get(_HICACHE_KEY), impls, file, sim)
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
-    return tuple(out)
+    ref, note = _reference(table, file, policy, lists["flatten"][0], {i.label for i in impls})
+    if ref is not None and sim.hicache is not None:
+        ref, note = _hicache_reference(ref, out[0], file)
+    return tuple(out), ref, note
+
+
+def _hicache_reference(ref: Variant, first: Variant, file: str) -> tuple[Variant | None, str]:
+    """Under HiCache the reference runs with the baseline's HiCache setting (the first variant's
+    ``hicache`` value), or not at all when its implementation has no HiCache."""
+    from radixbench.cache.registry import resolve
+
+    if not resolve(ref.impl).entry.hicache:
+        return None, f"the reference {ref.impl} has no HiCache"
+    return dataclasses.replace(ref, extra=(*ref.extra, *first.extra)), ""
 
 
 def _hicache_variants(
@@ -199,9 +244,23 @@ def parse_scenario(
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
-    variants = _variants(_table(doc, "variants", file), file, sim)
+    variants, ref, note = _variants(_table(doc, "variants", file), file, sim)
+    if ref is not None:
+        variants = (*variants, ref)
     return Scenario(
-        name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
+        name,
+        file,
+        desc.strip(),
+        seed,
+        kind,
+        params,
+        arrivals,
+        sim,
+        variants,
+        on_bad,
+        base_dir,
+        ref.impl_label if ref is not None else "",
+        note,
     )
 
 
