@@ -94,7 +94,7 @@ class HostGroup(HostPool):
     def logical_size(self) -> int:
         return self.size
 
-    def free(self, slots: torch.Tensor, pool: Any = None) -> int:  # type: ignore[override]
+    def free(self, slots: torch.Tensor, pool: Any = None) -> int:
         return super().free(slots)
 
     def get_pool(self, name: Any) -> HostGroup:
@@ -278,7 +278,7 @@ class ServedHiCache(ServedSGLangCache):
             raise NotImplementedError("walk: the Rust core with HiCache keeps no shape here")
         return super().walk()
 
-    def match_prefix(self, key: RadixKey) -> TierMatch:  # type: ignore[override]
+    def match_prefix(self, key: RadixKey) -> TierMatch:
         """``UnifiedRadixCache.match_prefix`` with its host part: ``host_hit_length`` and
         ``best_match_node``."""
         params = self._Match(key=self._key(key))

@@ -95,6 +95,10 @@ class LinearCostModel:
         )
 
 
+#: The device<->host link of a preset without ``[host_link]`` (B/s, one direction: PCIe 4 x16).
+DEFAULT_HOST_LINK_BYTES_S = 25e9
+
+
 @dataclass(frozen=True, slots=True)
 class RooflineCostModel:
     """Roofline step times of a dense decoder (formulas in the module docstring).
@@ -122,7 +126,7 @@ class RooflineCostModel:
     compute_eff: float
     bw_eff: float
     step_overhead_s: float
-    host_link_bytes_s: float = 25e9
+    host_link_bytes_s: float = DEFAULT_HOST_LINK_BYTES_S
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -233,7 +237,7 @@ def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
             except (KeyError, TypeError):
                 raise ValueError(f"{where}: missing key [{table}] {k}") from None
     gpu_name = doc["gpu"].get("name", "gpu")
-    link = doc.get("host_link", {}).get("bytes_s", RooflineCostModel.host_link_bytes_s)
+    link = doc.get("host_link", {}).get("bytes_s", DEFAULT_HOST_LINK_BYTES_S)
     try:
         return RooflineCostModel(
             name=f"{vals['model.name']}@{gpu_name}x{vals['gpu.tp']}",

@@ -143,15 +143,16 @@ class TieredRadixCache(StorageOps):
     def release(self, req: CacheReq, owned_len: int, checkpoint: bool) -> None:
         from radixbench.cache.requests import release
 
-        release(self, req, owned_len, checkpoint)  # type: ignore[arg-type]
+        release(self, req, owned_len, checkpoint)
 
     def instrument(self, timer: OpTimer) -> None:
         """The standard ops (``evict`` with its ``evict_kv_free`` rows), plus ``evict_host``
         (host-tier eviction, whoever asks: a backup, a prefetch) recorded with the host tier's
         condition — nodes, host slots in use, host leaves — and ``load_back``."""
         time_standard_ops(self, timer, kv_free_in_evict=True)
-        self.evict_host = timer.timed(  # type: ignore[method-assign]
-            "evict_host", self.evict_host, self.host_tree_stats, lambda n: n, lambda r, *_: r
+        evict_host = self.evict_host  # type: ignore[has-type]
+        self.evict_host = timer.timed(
+            "evict_host", evict_host, self.host_tree_stats, lambda n: n, lambda r, *_: r
         )
         self.load_back = timer.timed(  # type: ignore[method-assign]
             "load_back",
@@ -169,6 +170,7 @@ class _Unbuilt:
     """Stands for the host tier while ``RadixCache.__init__`` runs (nothing touches it)."""
 
     duplicates: ClassVar[dict[int, Any]] = {}
+    num_evictable_leaves: ClassVar[int] = 0
 
     def refresh(self, node: Any) -> None:
         pass

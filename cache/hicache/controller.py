@@ -285,6 +285,7 @@ class SimController:
     ) -> torch.Tensor | None:
         """Device slots for ``host_indices`` (``None`` when the allocator is short), the copy
         queued until :meth:`start_loading`."""
+        device: torch.Tensor | None
         if host_indices.numel() == 0:
             device = torch.empty((0,), dtype=torch.int64)
         else:

@@ -90,7 +90,7 @@ class HostView:
     @property
     def parent(self) -> HostView | None:
         p = self.node.parent
-        return None if p is None else p.host  # type: ignore[attr-defined]
+        return None if p is None else p.host
 
     @property
     def children(self) -> dict[Any, TreeNode]:

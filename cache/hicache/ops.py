@@ -61,8 +61,8 @@ class TransferOps(TieredTree):
         (``_build_backup_kv_action``); returns the host slots of the last node written."""
         chain = [node]
         a = node.parent
-        while a is not None and a is not self.root and a.host_value is None:  # type: ignore[attr-defined]
-            chain.append(a)  # type: ignore[arg-type]
+        while a is not None and a is not self.root and a.host_value is None:
+            chain.append(a)
             a = a.parent
         chain.reverse()
         return self.execute_backup(chain, write_back=False)
@@ -154,7 +154,7 @@ class TransferOps(TieredTree):
         if node.load_ack is not None or node.lock_ref or node.host_lock_ref:
             return 0
         while stack:
-            cur: TieredNode = stack.pop()  # type: ignore[assignment]
+            cur: TieredNode = stack.pop()
             if (
                 cur.backup_ack is not None
                 or cur.load_ack is not None
@@ -216,7 +216,7 @@ class TransferOps(TieredTree):
         chain.reverse()
         if any(n.load_ack not in (None, node.id) for n in chain):
             chain = []
-        tokens = sum(len(n.host_value) for n in chain)  # type: ignore[arg-type]
+        tokens = sum(len(n.host_value) for n in chain)
         if tokens < max(1, self.load_back_threshold) or (
             mem_quota is not None and tokens - delta > mem_quota
         ):
@@ -230,7 +230,7 @@ class TransferOps(TieredTree):
                 self.dec_lock_ref(node)
                 self.dec_host_lock_ref(node, host_lock)
                 return False
-        host = torch.cat([n.host_value for n in chain])  # type: ignore[misc]
+        host = torch.cat([n.host_value for n in chain])
         device = self.ctrl.load(host, node_id=node.id)
         self.dec_lock_ref(node)
         if device is None:
@@ -240,7 +240,7 @@ class TransferOps(TieredTree):
         for n in chain:
             if self.write_back:
                 n.load_ack = node.id
-            k = len(n.host_value)  # type: ignore[arg-type]
+            k = len(n.host_value)
             n.value = device[off : off + k].clone()
             off += k
             if n.lock_ref > 0:

@@ -175,13 +175,13 @@ class StorageOps(TransferOps):
         refilled = False
         extra = key.namespace
         while offset < total:
-            child: TieredNode | None = node.children.get(child_key(tokens, offset, page, extra))  # type: ignore[assignment]
+            child: TieredNode | None = node.children.get(child_key(tokens, offset, page, extra))
             if child is None:
                 break
             child.last_access_time = now
             n = self.matcher.common_prefix(child.key.token_ids, tokens, offset, page)
             if n < len(child.key):
-                child = self._split_node(child, n)  # type: ignore[assignment]
+                child = self._split_node(child, n)
             assert child is not None
             self._touch(child)
             if not self.write_back:
@@ -204,7 +204,7 @@ class StorageOps(TransferOps):
             return matched, False
         if node is not self.root and node.host_value is None and not self.write_back:
             return matched, True
-        leaf = self._new_node(key[offset:], None, node, node.priority)  # type: ignore[arg-type]
+        leaf = self._new_node(key[offset:], None, node, node.priority)
         leaf.hash_value = list(hashes[offset // page :])
         leaf.host_value = host[offset:].clone()
         if self.tlru:

@@ -85,9 +85,9 @@ class TieredTree(RadixCache):
 
     def reset(self) -> None:
         super().reset()
-        self.root.hash_value = []  # type: ignore[attr-defined]
+        self.root.hash_value = []
         self.adopted = []
-        self.nodes_by_id: dict[int, TieredNode] = {0: self.root}  # type: ignore[dict-item]
+        self.nodes_by_id: dict[int, TieredNode] = {0: self.root}
 
     # ------------------------------------------------------------------ leaf state
     def _refresh(self, node: TreeNode) -> None:
@@ -120,7 +120,7 @@ class TieredTree(RadixCache):
         self.num_nodes -= 1
         self.nodes_by_id.pop(node.id, None)
         self.hosts.duplicates.pop(node.id, None)
-        return parent  # type: ignore[return-value]
+        return parent
 
     def collect_evictable_leaves(self) -> list[TreeNode]:
         """Every device leaf by a DFS (for ``heapify-walk``)."""
@@ -151,7 +151,7 @@ class TieredTree(RadixCache):
         return torch.cat(values) if values else self._empty
 
     # ------------------------------------------------------------------ match
-    def match_prefix(self, key: RadixKey) -> TierMatch:  # type: ignore[override]
+    def match_prefix(self, key: RadixKey) -> TierMatch:
         """Longest cached prefix of ``key`` on either tier, whole pages (module docstring).
         Mutates access times (the root and every walked node: one clock reading) and may split
         one node; never sizes or locks."""
@@ -170,7 +170,7 @@ class TieredTree(RadixCache):
         common_prefix = self.matcher.common_prefix
         while offset < limit:
             child = node.children.get(child_key(tokens, offset, page, extra))
-            if child is None or (child.value is None and child.host_value is None):  # type: ignore[attr-defined]
+            if child is None or (child.value is None and child.host_value is None):
                 break
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)
@@ -184,7 +184,7 @@ class TieredTree(RadixCache):
                     dev_node, dev_len = child, offset
                 node = child
                 break
-            self._touch(child)  # type: ignore[arg-type]
+            self._touch(child)
             offset += n
             if child.value is not None:
                 values.append(child.value)
@@ -198,7 +198,7 @@ class TieredTree(RadixCache):
         and L3 keys split; lock counts, host lock counts, hits, priority and in-flight transfer
         marks copied; a host-lock boundary moves to the upper half; the upper half joins the
         duplicate tracking when it qualifies. Times by the split rule (``RadixCache``)."""
-        c: TieredNode = child  # type: ignore[assignment]
+        c: TieredNode = child
         parent = c.parent
         assert parent is not None
         page, extra = self.page_size, c.key.namespace
@@ -275,7 +275,7 @@ class TieredTree(RadixCache):
             raise ValueError(f"insert: value has {value.numel()} slots for {n_tok} tokens")
         self.adopted = []
         now = self.clock()
-        node: TieredNode = self.root  # type: ignore[assignment]
+        node: TieredNode = self.root
         node.last_access_time = now
         if priority > node.priority:
             node.priority = priority
@@ -284,7 +284,7 @@ class TieredTree(RadixCache):
         offset = 0
         while offset < n_tok:
             ck = child_key(tokens, offset, page, extra)
-            child: TieredNode | None = node.children.get(ck)  # type: ignore[assignment]
+            child: TieredNode | None = node.children.get(ck)
             if child is None:
                 leaf = self._new_node(key[offset:], value[offset:n_tok].clone(), node, priority)
                 if self.tlru:
@@ -303,7 +303,7 @@ class TieredTree(RadixCache):
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)
             if n < len(child.key):
-                child = self._split_node(child, n)  # type: ignore[assignment]
+                child = self._split_node(child, n)
             assert child is not None
             if priority > child.priority:
                 child.priority = priority
@@ -358,7 +358,7 @@ class TieredTree(RadixCache):
         while node is not root and node.value is None:
             node.lock_ref += 1
             self._refresh(node)
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         while node is not root:
             if node.lock_ref == 0:
                 n = len(node.key)
@@ -367,7 +367,7 @@ class TieredTree(RadixCache):
                 delta -= n
             node.lock_ref += 1
             self._refresh(node)
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return delta
 
     def dec_lock_ref(self, node: TreeNode) -> int:
@@ -384,7 +384,7 @@ class TieredTree(RadixCache):
             node.lock_ref -= 1
             if node.lock_ref == 0:
                 self._refresh(node)
-            node = node.parent  # type: ignore[assignment]
+            node = node.parent
         return delta
 
     def inc_host_lock_ref(self, node: TieredNode) -> int | None:
@@ -410,13 +410,13 @@ class TieredTree(RadixCache):
             self._refresh(cur)
             if cur.host_uuid == receipt:
                 return
-            cur = cur.parent  # type: ignore[assignment]
+            cur = cur.parent
         raise AssertionError(f"host lock boundary {receipt} not above node {node.id}")
 
     # ------------------------------------------------------------------ device eviction
     def delete_leaf(self, node: TreeNode) -> int:
         """Evict a device leaf (module docstring); returns the device tokens freed."""
-        n: TieredNode = node  # type: ignore[assignment]
+        n: TieredNode = node
         assert n.evictable, f"node {n.id} is not a device leaf"
         if n.host_value is not None:
             return self.demote(n)
