@@ -37,6 +37,9 @@ class CacheConfig:
     #: ``UnifiedRadixCache`` (what its scheduler builds), or ``legacy``, as its ``RadixCache``;
     #: they differ in FIFO / FILO victims after a split (``RadixCache._split_node``).
     split_rule: str = "served"
+    #: HiCache (host and storage tiers, ``radixbench.cache.hicache.HiCacheConfig``) or None:
+    #: off, the plain one-tier cache.
+    hicache: Any = None
 
     def __post_init__(self) -> None:
         if self.page_size < 1:
