@@ -124,12 +124,14 @@ def hicache_lines(
             b["arrival_s"].to_numpy(), b["finish_s"].to_numpy(), c["finish_s"].to_numpy(),
             n_resamples=n_resamples, seed=seed,
         )  # fmt: skip
-        parts.append(f"output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+        parts.append(f"block output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
         same = [p for p in pairs if variants.value(p.candidate, AXIS) == cl]
         which = f" ({name} vs {pair.baseline})" if len(same) > 1 else ""
         serving.append(
             f"HiCache {cl} vs {bl}{which}: " + ", ".join(parts) + f" (baseline/candidate for TTFT, "
             f"candidate/baseline for throughput: > 1 favours {cl}; {len(both):,} requests "
-            "paired, 95 % bootstrap CIs, throughput over blocks of requests)."
+            "paired, 95 % bootstrap CIs; block throughput: tokens over each block of "
+            "consecutive requests' first arrival to last finish, which the open-loop arrivals "
+            "leave out of the whole run's output_throughput while every request finishes)."
         )
     return head, serving

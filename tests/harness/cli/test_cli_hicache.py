@@ -52,6 +52,7 @@ def test_compare_long_multi_turn_gives_the_tier_split_and_hicache_ratios(tmp_pat
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "equivalence: OK" in out
+    # hits differ across settings on purpose: equivalence is claimed within each one only
+    assert "equivalence: OK — within each HiCache setting" in out
     assert "hit rate by tier, heapify/galloping/numpy/hicache=write_through:" in out
-    assert "HiCache write_through vs off: TTFT p50" in out and "output throughput" in out
+    assert "HiCache write_through vs off: TTFT p50" in out and "block output throughput" in out
