@@ -148,7 +148,7 @@ def plot_study(
     ax.set_title("step time spent in cache operations (coupled clock)")
     ax.grid(True, which="both", alpha=0.3)
     fig.suptitle(
-        f"radixbench study {meta['name']} ({meta['mode']}): {', '.join(meta['candidates'])} "
+        f"radixbench study {meta['name']} ({meta['mode']}): {', '.join(df['candidate'].unique())} "
         f"vs {meta['baseline']}, coupled clock, scenario {Path(str(meta['scenario'])).stem}",
         fontsize=11,
     )

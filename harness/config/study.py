@@ -92,6 +92,10 @@ class StudySpec:
     #: then run the family's baseline algorithm (``axis_value``)
     impls: tuple[str, ...] = ()
     axis_value: str = ""
+    #: ``[variants] reference``: an implementation spec run beside the algorithms at every
+    #: point (``sglang``: the cache sglang 0.5.23 serves with), drawn as one more candidate;
+    #: "" = none. Not run with ``impls`` (the implementations are then the comparison).
+    reference: str = ""
 
     @property
     def axis_key(self) -> str:
@@ -117,6 +121,7 @@ class StudySpec:
             axis_value=self.baseline,
             baseline=labels[0],
             candidates=tuple(labels[1:]),
+            reference="",
         )
 
     def overrides(self, i: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -128,6 +133,7 @@ class StudySpec:
             **(extra or {}),
             self.axis_key: algorithms,
             "variants.impls": list(self.impls) or ["radixbench"],
+            "variants.reference": self.reference or "none",
             "seed": self.seed,
         }
 
@@ -143,13 +149,23 @@ class StudySpec:
 
     def variant_names(self, scenario: Scenario) -> tuple[str, list[str]]:
         """(baseline variant name, candidate variant names) of a point's scenario: by the
-        family's axis value, or (``impls``) by implementation label."""
+        family's axis value, or (``impls``) by implementation label; the scenario's reference
+        variant (when it runs) comes last among the candidates."""
+        ref = [v for v in scenario.variants if scenario.reference and v.impl != "radixbench"]
         if self.impls:
             names = {v.impl_label: v.name for v in scenario.variants}
         else:
             axis = FAMILIES[self.family][0]
-            names = {getattr(v, axis): v.name for v in scenario.variants}
-        return names[self.baseline], [names[c] for c in self.candidates]
+            names = {getattr(v, axis): v.name for v in scenario.variants if v not in ref}
+        return names[self.baseline], [names[c] for c in self.candidates] + [
+            v.name for v in ref if not self.impls
+        ]
+
+    def labels(self, scenario: Scenario) -> list[str]:
+        """Display names of :meth:`variant_names`' candidates, in that order: the family's
+        axis values, then ``"<reference label> (served)"`` when the reference runs."""
+        ref = scenario.reference if scenario.reference and not self.impls else ""
+        return [*self.candidates, *([f"{ref} (served)"] if ref else [])]
 
 
 def bundled_studies() -> dict[str, Path]:
@@ -211,6 +227,14 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
         raise StudyError(file, "variants.candidates", "a non-empty list of variant names")
     if baseline in cands or len(set(cands)) != len(cands):
         raise StudyError(file, "variants.candidates", "variants repeat")
+    reference = variants.get("reference", "none")
+    if not isinstance(reference, str) or not reference.strip():
+        raise StudyError(file, "variants.reference", "an implementation spec or 'none'")
+    for key in variants:
+        if key not in ("baseline", "candidates", "reference"):
+            raise StudyError(
+                file, f"variants.{key}", "unknown key; known: baseline, candidates, reference"
+            )
     mode = "quick" if quick else "full"
     table = doc.get("points", {}).get(mode)
     if not isinstance(table, dict) or not table:
@@ -241,13 +265,14 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
         points,
         mode,
         tuple(sections),
+        reference="" if reference == "none" else reference,
     )
     for i in range(n):
         try:
             scenario = load_scenario(spec.scenario, spec.overrides(i))
         except ValueError as e:
             raise StudyError(file, f"points.{mode}[{i}]", str(e).splitlines()[0]) from None
-        if len(scenario.variants) != 1 + len(cands):
+        if len(scenario.variants) != 1 + len(cands) + bool(scenario.reference):
             raise StudyError(
                 file,
                 "base",

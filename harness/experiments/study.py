@@ -73,7 +73,7 @@ def run_point(
         candidates=cands,
         seed=spec.seed,
     )
-    label = {base: spec.baseline, **dict(zip(cands, spec.candidates, strict=True))}
+    label = {base: spec.baseline, **dict(zip(cands, spec.labels(scenario), strict=True))}
     for r in rows:  # name rows by the family's axis value; keep the full variant names
         r["baseline_variant"], r["candidate_variant"] = r["baseline"], r["candidate"]
         r["baseline"], r["candidate"] = label[r["baseline"]], label[r["candidate"]]

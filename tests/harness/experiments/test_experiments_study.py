@@ -52,6 +52,8 @@ def test_bundled_studies_load_in_both_modes() -> None:
         assert max(p[key] for p in full.points) > max(p[key] for p in quick.points)
         assert full.base["sim.clock"] == "coupled"
     ev = load_study("eviction")
+    # sglang 0.5.23 as served is one more curve of both bundled studies (issue 21, item 4)
+    assert ev.reference == load_study("matching").reference == "sglang"
     # the full range reaches a KV pool of a few million tokens (an H200, a TP-8 node)
     assert max(p["sim.kv_capacity_tokens"] for p in ev.points) >= 2_000_000
 
@@ -67,6 +69,8 @@ def test_bundled_studies_load_in_both_modes() -> None:
         (("\"variants.flatten\" = [\"numpy\"]", "\"variants.flatten\" = [\"numpy\", \"sum\"]"),
          "set the other variant axes"),
         (("candidates = [\"persistent-heap\"]", "candidates = [\"heapify\"]"), "variants repeat"),
+        (("[variants]", "[variants]\nreferense = \"sglang\""), "variants.referense: unknown key"),
+        (("[variants]", "[variants]\nreference = 3"), "variants.reference: an implementation"),
     ],
 )  # fmt: skip
 def test_bad_study_file_is_one_line_naming_file_and_key(tmp_path, edit, needle) -> None:
@@ -127,6 +131,24 @@ def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> Non
     assert out.summary["study_md"] == run / "study.md"
     text = (run / "study.md").read_text()
     assert "persistent-heap vs heapify" in text and "Check of SGLang PR #6907" in text
+
+
+@pytest.mark.e2e  # a Dask cluster
+def test_a_study_draws_the_served_cache_as_one_more_curve(tmp_path, cluster) -> None:
+    """``[variants] reference = "sglang"``: sglang 0.5.23's served cache runs at every point
+    beside the algorithms and is reduced like a candidate, named ``sglang (served)``."""
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("sglang is not installed (make install)")
+    text = TINY.replace("[variants]", '[variants]\nreference = "sglang"')
+    spec = load_study(_write(tmp_path, text), quick=True)
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
+    pts = pd.read_parquet(out.run_dir / "points.parquet")
+    assert set(pts["candidate"]) == {"persistent-heap", "sglang (served)"}
+    served = pts[pts["candidate"] == "sglang (served)"]
+    assert list(served["point"]) == [0, 1] and (served["candidate_variant"] == "sglang/numpy").all()
+    # its ops are timed like the algorithms' (under the coupled clock they move the schedule)
+    assert served["op_cand_ns"].notna().all() and served["op_ratio"].notna().all()
+    assert "sglang (served) vs heapify" in (out.run_dir / "study.md").read_text()
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
