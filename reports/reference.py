@@ -20,6 +20,7 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
+from radixbench.reports.verdicts import same_call_sites
 
 __all__ = ["reference_lines", "reference_rows"]
 
@@ -52,7 +53,6 @@ def reference_rows(
         mine = sel[sel["variant"] == ref]
         if mine.empty:
             continue
-        b = mine["ns"].to_numpy(np.float64)
         other = "matcher" if axis == "evictor" else "evictor"
         for name in variants.names:
             if variants.value(name, axis) is None or variants.value(name, "replica") is not None:
@@ -61,8 +61,8 @@ def reference_rows(
                 continue
             if variants.value(name, "flatten") != variants.value(ref, "flatten"):
                 continue
-            c = sel.loc[sel["variant"] == name, "ns"].to_numpy(np.float64)
-            if not c.size:
+            b, c = same_call_sites(ops, ref, name, op)  # like-for-like call sites
+            if not b.size or not c.size:
                 continue
             ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed)
             rows.append(
@@ -80,10 +80,17 @@ def reference_rows(
                     "ci_method": ci_method(b.size, c.size),
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),
-                    "condition": float(mine[cond_col].median()),
+                    "condition": float(_at_sites(mine, sel, name)[cond_col].median()),
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _at_sites(mine: pd.DataFrame, sel: pd.DataFrame, other: str) -> pd.DataFrame:
+    """The reference's rows ``mine`` at the call sites ``other``'s rows of ``sel`` share."""
+    if "parent" not in mine.columns:
+        return mine
+    return mine[mine["parent"].isin(set(sel.loc[sel["variant"] == other, "parent"]))]
 
 
 def _x(v: float) -> str:

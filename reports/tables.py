@@ -51,7 +51,8 @@ REQUEST_COLUMNS: dict[str, str] = {
 
 #: Per-op table: column name -> dtype name. ``ns`` is wall time in nanoseconds; ``key_len`` and
 #: ``result`` are tokens; ``tree_nodes``/``tree_tokens``/``evictable_leaves`` describe the tree
-#: before the call; ``sim_time_s`` is simulated time in seconds.
+#: before the call; ``sim_time_s`` is simulated time in seconds. Optional, not checked here
+#: (absent in older runs): ``parent`` (str), the timed op the call was made in ("" = top level).
 OP_COLUMNS: dict[str, str] = {
     "variant": "str",
     "op": "str",

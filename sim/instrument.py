@@ -32,6 +32,7 @@ _SCHEMA = (
     ("tree_nodes", "int64"),
     ("tree_tokens", "int64"),
     ("evictable_leaves", "int64"),
+    ("parent", "str"),
     ("sim_time_s", "float64"),
 )
 
@@ -39,13 +40,19 @@ _SCHEMA = (
 class OpRecorder(RecordLog):
     """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table), columnar
     (:class:`RecordLog`): per op one ``ints.extend`` of ``(op code, ns, key_len, result,
-    tree_nodes, tree_tokens, evictable_leaves)`` and one ``floats.append(sim_time_s)``.
-    ``clock``: the simulated time (s) each row is stamped with."""
+    tree_nodes, tree_tokens, evictable_leaves, parent code)`` and one
+    ``floats.append(sim_time_s)``. ``parent``: the timed op the call was made in (``""`` for a
+    call the simulator made itself, ``"checkpoint"`` for the ``insert`` / ``match_prefix``
+    inside a checkpoint...), so call sites can be compared like for like across
+    implementations whose operations nest differently. ``clock``: the simulated time (s)
+    each row is stamped with."""
 
     def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
         super().__init__(_SCHEMA)
         self.clock = clock
         self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
+        self.top = self.code("")  # the parent code of a top-level call
+        self.parents = [self.top]  # op codes of the timed calls under way, innermost last
         self.charge_ns = 0  # top-level timed ns since the scheduler last took them
 
     def take_charge_ns(self) -> int:
@@ -70,7 +77,9 @@ class OpRecorder(RecordLog):
             self.charge_ns += ns
         code = self.code(op)
         self.floats.append(sim_time_s)
-        self.ints.extend((code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves))
+        self.ints.extend(
+            (code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves, self.parents[-1])
+        )
 
     def timed(
         self,
@@ -86,9 +95,12 @@ class OpRecorder(RecordLog):
         is charged the top-level calls only. Exceptions propagate (nothing is recorded)."""
         code = self.code(op)
         ints_extend, floats_append, clock = self.ints.extend, self.floats.append, self.clock
+        parents = self.parents
 
         def call(*args: Any) -> R:
             n, t, lv = stats()
+            parent = parents[-1]
+            parents.append(code)
             self.depth += 1
             t0 = perf_counter_ns()
             try:
@@ -96,10 +108,11 @@ class OpRecorder(RecordLog):
             finally:
                 ns = perf_counter_ns() - t0
                 self.depth -= 1
+                parents.pop()
             if not self.depth:
                 self.charge_ns += ns
             floats_append(clock())
-            ints_extend((code, ns, key_len(*args), result(res, *args), n, t, lv))
+            ints_extend((code, ns, key_len(*args), result(res, *args), n, t, lv, parent))
             return res
 
         return call
@@ -122,7 +135,7 @@ class OpRecorder(RecordLog):
         (e.g. ``allocator.free`` for ``evict``)."""
         timed_fn = self.timed(op, fn, stats, key_len, result)
         state = [False, 0]  # inside fn; inner ns summed in it
-        code = self.code(inner_op)
+        code, outer_code = self.code(inner_op), self.code(op)
 
         def inner(*args: Any) -> Any:
             if not state[0]:
@@ -140,7 +153,7 @@ class OpRecorder(RecordLog):
             finally:
                 state[0] = False
             ints, floats = self.last_row()  # the row ``timed_fn`` just appended
-            ints[0], ints[1] = code, state[1]
+            ints[0], ints[1], ints[-1] = code, state[1], outer_code  # made inside ``op``
             self.ints.extend(ints)
             self.floats.extend(floats)
             return res

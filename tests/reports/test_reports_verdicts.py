@@ -11,6 +11,7 @@ from radixbench.reports.tables import OP_COLUMNS
 from radixbench.reports.verdicts import (
     EVICT_OWN,
     VERDICT_COLUMNS,
+    same_call_sites,
     verdict,
     verdict_table,
 )
@@ -148,3 +149,23 @@ def test_evictor_time_excludes_the_kv_free() -> None:
     assert by.loc["evict ns", "ratio"] == pytest.approx(1519.5 / 619.5)
     assert by.loc[EVICT_OWN, "ratio"] == pytest.approx(1019.5 / 119.5)
     assert by.loc[EVICT_OWN, "baseline_median"] == pytest.approx(1019.5)
+
+
+def test_implementations_are_compared_at_the_call_sites_both_have() -> None:
+    """radixbench re-matches inside checkpoint, sglang's served cache does not (U6): the
+    match_prefix verdict compares the scheduler's own matches only; inserts (all inside
+    checkpoint on both sides) are all kept; a table without ``parent`` keeps every call."""
+    rows = []
+    for variant, sites in (("rb", ["", "checkpoint", "checkpoint"]), ("sgl", [""])):
+        for i in range(30):
+            for parent in sites:
+                ns = 100 + i if parent == "" else 5_000 + i
+                rows.append({"variant": variant, "op": "match_prefix", "ns": ns, "parent": parent})
+            rows.append({"variant": variant, "op": "insert", "ns": 50, "parent": "checkpoint"})
+    ops = pd.DataFrame(rows)
+    b, c = same_call_sites(ops, "rb", "sgl", "match_prefix")
+    assert b.size == c.size == 30 and b.max() < 200  # no checkpoint re-match on either side
+    b, c = same_call_sites(ops, "rb", "sgl", "insert")
+    assert b.size == c.size == 30
+    b, c = same_call_sites(ops.drop(columns="parent"), "rb", "sgl", "match_prefix")
+    assert (b.size, c.size) == (90, 30)

@@ -95,9 +95,10 @@ def test_op_recorder_and_step_log_give_their_contract_columns() -> None:
         "tree_nodes",
         "tree_tokens",
         "evictable_leaves",
+        "parent",
         "sim_time_s",
     ]
-    assert df.iloc[1, 1:].tolist() == ["evict", 20, 7, 2, 8, 9, 1, 0.5]
+    assert df.iloc[1, 1:].tolist() == ["evict", 20, 7, 2, 8, 9, 1, "", 0.5]
     assert rec.take_charge_ns() == 30 and rec.take_charge_ns() == 0
     steps = StepLog()
     steps.append(1.5, "decode", 0.02, 1e-5, 4, 4, 0, 4, 100, 1000, 50, 40, 0)
@@ -122,6 +123,36 @@ def test_op_recorder_and_step_log_give_their_contract_columns() -> None:
     assert sdf["kv_used_tokens"].tolist() == [100, 130]
     with pytest.raises(KeyError):
         steps.add(sim_time_s=3.0)
+
+
+def test_each_row_names_the_timed_op_it_was_made_in() -> None:
+    """``parent``: "" for the simulator's own calls, else the enclosing timed op (an insert and
+    a match inside a checkpoint), so call sites can be compared like for like."""
+    rec = OpRecorder()
+    stats = lambda: (1, 2, 3)  # noqa: E731
+    match = rec.timed("match_prefix", lambda k: k, stats, lambda k: k, lambda r, k: r)
+    insert = rec.timed("insert", lambda k: k, stats, lambda k: k, lambda r, k: r)
+
+    def checkpoint(k: int) -> int:
+        insert(k)
+        return match(k)
+
+    ckpt = rec.timed("checkpoint", checkpoint, stats, lambda k: k, lambda *_: 0)
+    match(5)
+    ckpt(7)
+    rec.add("build_extend", 10, 1, 0, 0, 0, 0, 0.0)
+    df = rec.frame("v")
+    assert list(zip(df["op"], df["parent"])) == [
+        ("match_prefix", ""),
+        ("insert", "checkpoint"),
+        ("match_prefix", "checkpoint"),
+        ("checkpoint", ""),
+        ("build_extend", ""),
+    ]
+    with pytest.raises(ZeroDivisionError):  # an exception leaves no parent behind
+        rec.timed("evict", lambda: 1 // 0, stats, lambda: 0, lambda *_: 0)()
+    match(1)
+    assert rec.frame("v")["parent"].iloc[-1] == ""
 
 
 def test_a_log_read_mid_run_can_still_grow() -> None:
