@@ -242,12 +242,14 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The scenario overrides the arguments of :func:`add_scenario_arguments` give: every flag
     given (:data:`OVERRIDES`), then ``--set``. ``--window`` drops the scenario's request count,
     ``--all`` its request count and window; ``--chunked-prefill-size -1`` disables chunking.
-    Raises :class:`UsageError` for an impossible chunk size, a ``--trace`` that is no file or a
-    malformed ``--set``. Reads only."""
+    Raises :class:`UsageError` for an impossible chunk size, a ``--trace`` that is a folder or
+    no file, or a malformed ``--set``. Reads only."""
     out: dict[str, Any] = {}
     chunk = getattr(args, "chunked_prefill_size", None)
     if chunk is not None and (chunk == 0 or chunk < -1):
         raise UsageError(f"--chunked-prefill-size: positive or -1, got {chunk}")
+    if args.trace is not None and args.trace.is_dir():
+        raise UsageError(f"--trace: {args.trace} is a folder; give a trace file")
     if args.trace is not None and not args.trace.is_file():
         raise UsageError(f"--trace: no such file: {args.trace}")
     for dest, key in OVERRIDES.items():

@@ -71,9 +71,10 @@ def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
 
 
 def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
-    """Raise ``ValueError`` (one line naming ``--kv-capacity``) when the scheduler would reject
-    every request: it rejects one whose input + output tokens reach the KV pool (whole pages)
-    or ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
+    """Raise ``ValueError`` (one line naming ``--kv-capacity`` and the smallest capacity that
+    admits a request) when the scheduler would reject every request: it admits only a request
+    with fewer input + output tokens than the KV pool (whole pages) and than
+    ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
     after sglang 0.5.23), so such a run would measure nothing."""
     if not requests:
         return
@@ -85,12 +86,14 @@ def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
     if pool <= sim.max_context_len_tokens:
         raise ValueError(
             f"--kv-capacity {sim.kv_capacity_tokens} (kv_capacity_tokens): every request would be "
-            f"rejected: the smallest needs {need} KV slots (input + output tokens) and must fit "
-            f"in the pool; use --kv-capacity {(need // sim.page_size + 1) * sim.page_size} or more"
+            f"rejected: the smallest request has {need} input + output tokens and the scheduler "
+            "admits only requests with fewer tokens than the pool; use --kv-capacity "
+            f"{(need // sim.page_size + 1) * sim.page_size} or more"
         )
     raise ValueError(
         f"max_context_len_tokens {sim.max_context_len_tokens}: every request would be rejected: "
-        f"the smallest needs {need} tokens (input + output)"
+        f"the smallest request has {need} input + output tokens and the scheduler admits only "
+        "requests with fewer tokens than the context length"
     )
 
 
