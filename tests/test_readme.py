@@ -94,3 +94,24 @@ def test_readme_compare_example_compares_every_axis_it_varies(
     assert code == 0, out[-3000:]
     answer = out.split("\nanswer:\n", 1)[1]
     assert "NOT COMPARED" not in answer, answer
+
+
+def test_readme_plots_row_states_the_formats_compare_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run-folder table's ``plots/`` row names the image formats a compare run writes: a
+    format it does not write (SVG: only ``radixbench plot --svg`` adds it) is named with the
+    command that writes it."""
+    from radixbench.harness.cli import main
+
+    row = next(
+        ln for ln in README.read_text(encoding="utf-8").splitlines() if ln.startswith("| `plots/`")
+    )
+    argv = ["compare", "prefix-repetition", "--requests", "20", "--no-aa", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    (run,) = tmp_path.iterdir()
+    written = {p.suffix for p in (run / "plots").iterdir()}
+    assert written == {".png"}
+    formats = row.split("|")[2].split(":")[0]
+    assert "PNG" in formats
+    assert "SVG" not in formats or "`radixbench plot --svg`" in formats, row
