@@ -48,9 +48,9 @@ def _using_it_compare_lines() -> list[list[str]]:
     out = []
     for line in block.group(1).replace("\\\n", " ").splitlines():  # join continued lines
         words = shlex.split(line.split("#", 1)[0])
-        if len(words) > 1 and words[0].endswith("radixbench") and words[1] == "compare":
-            if "--help" not in words:
-                out.append(words[1:])
+        is_compare = len(words) > 1 and words[0].endswith("radixbench") and words[1] == "compare"
+        if is_compare and "--help" not in words:
+            out.append(words[1:])
     return out
 
 
