@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from radixbench.harness.cli.compare import add_compare_arguments, spec_from_args
-from radixbench.harness.cli.util import positive_int
+from radixbench.harness.cli.util import DefaultsFormatter, positive_int
 from radixbench.harness.profiling.scalene_profile import (
     SOURCE_ROOT,
     HotLine,
@@ -20,7 +20,11 @@ from radixbench.harness.profiling.scalene_profile import (
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``profile`` to the subcommands."""
-    p = sub.add_parser("profile", help="run a comparison under scalene and print the hottest lines")
+    p = sub.add_parser(
+        "profile",
+        help="run a comparison under scalene and print the hottest lines",
+        formatter_class=DefaultsFormatter,
+    )
     p.set_defaults(func=run)
     add_compare_arguments(p)
     p.add_argument(

@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radixbench.harness.cli.help_defaults import note_scenario_defaults
 from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
 
 if TYPE_CHECKING:
@@ -189,11 +190,13 @@ def add_scenario_arguments(
     c.add_argument(
         "--on-bad-line",
         choices=BAD_LINE_POLICIES,
-        help="malformed trace line: stop with file:line (error) or skip and count it",
+        help="malformed trace line: stop with file:line (error) or skip and count it "
+        "(default: the scenario's workload.on_bad_line, error unless set)",
     )
     add_set_argument(c)
     if simulation:
         _add_simulation_arguments(c)
+    note_scenario_defaults(c, OVERRIDES)
 
 
 def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:

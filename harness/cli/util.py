@@ -30,6 +30,7 @@ class DefaultsFormatter(argparse.HelpFormatter):
             or default is None
             or default is False
             or default == ""
+            or default == []
             or default is argparse.SUPPRESS
             or not action.option_strings
         ):
