@@ -8,6 +8,7 @@ finished (the infinite-cache ceiling, Belady's optimal eviction at the run's KV 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from radixbench.workloads.trace import TraceError, TraceRequest
 __all__ = [
     "Workload",
     "check_fits",
+    "describe_selection",
     "load_requests",
     "scenario_ceiling",
     "served_belady",
@@ -59,7 +61,28 @@ def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workloa
         skipped=skipped,
         base_dir=sc.base_dir,
     )
-    return Workload(requests, skipped, f"{sc.name}: {sc.description}")
+    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+#: A request count in a scenario's description: "first 1,000 requests", "3,000 requests".
+_COUNT = re.compile(r"\b(first )?(\d[\d,]*) requests\b")
+
+
+def describe_selection(scenario: Scenario, n: int) -> str:
+    """``scenario``'s description with the request count it states made true of the ``n``
+    requests loaded: ``--all`` or ``--requests 50`` select other requests than the scenario's
+    "first 1,000 requests", and the label must not repeat its count ("all 12,031 requests",
+    "first 50 requests", "2,310 selected requests" for a window or a start)."""
+    a = scenario.arrivals
+
+    def fix(m: re.Match[str]) -> str:
+        if int(m[2].replace(",", "")) == n:
+            return m[0]
+        if a.window_s is None and not a.start_s:
+            return f"first {n:,} requests" if a.max_requests is not None else f"all {n:,} requests"
+        return f"{n:,} selected requests"
+
+    return _COUNT.sub(fix, scenario.description, count=1)
 
 
 def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
