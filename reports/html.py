@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,19 +31,30 @@ CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .fail { background: #fdd; border: 2px solid #c00; padding: 0.6em; font-weight: bold; }
 .pass { background: #dfd; border: 1px solid #080; padding: 0.6em; }
 .faster { color: #070; font-weight: bold; } .slower { color: #b00; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; }
-.scroll { overflow-x: auto; max-width: 100%; } td { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; } td { overflow-wrap: break-word; }
 .load { background: #eef; border: 1px solid #88a; padding: 0.6em; }
 """
 
 
+#: A cell that reads as a number (or a ratio with its interval: "1.02 [0.98–1.05]", "12.5 %"),
+#: kept on one line: a table squeezed into the page must not break "316,800" into "316,8" / "00".
+_NUMBER = re.compile(
+    r"[-+]?(\d[\d,]*\.?\d*|\.\d+)(e[-+]?\d+)?"  # 316,800  3.7  1e-05
+    r"( ?(%|µs|us|ns|ms|s|x))?"  # a unit
+    r"( \[[-+\d.,e]+–[-+\d.,e]+\])?"  # an interval
+)
+
+
 def frame_html(df: pd.DataFrame, table_id: str) -> str:
     """``df`` as an HTML ``<table id=table_id>`` (cells via ``format_cell``, numbers
-    right-aligned, ``verdict`` cells classed by value); an empty frame gives ``<p>no rows</p>``."""
+    right-aligned and never wrapped (class ``num``: numeric columns and cells that read as a
+    number), ``verdict`` cells classed by value); an empty frame gives ``<p>no rows</p>``."""
     if df.empty:
         return f'<p id="{html.escape(table_id)}"><em>no rows</em></p>'
     numeric = [
@@ -54,10 +66,11 @@ def frame_html(df: pd.DataFrame, table_id: str) -> str:
     for row in df.itertuples(index=False, name=None):
         cells = []
         for col, value, num in zip(df.columns, row, numeric, strict=True):
-            cls = ' class="num"' if num else ""
+            plain = format_cell(value).replace("\\|", "|")
+            cls = ' class="num"' if num or _NUMBER.fullmatch(plain) else ""
             if col == "verdict":
                 cls = f' class="{html.escape((str(value).split() or ["none"])[0])}"'
-            text = html.escape(format_cell(value).replace("\\|", "|"))
+            text = html.escape(plain)
             cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (  # a wide table scrolls inside its own box: the page fits a 1,400-px window

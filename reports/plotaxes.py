@@ -37,8 +37,8 @@ def compact_number(value: float, _pos: object = None) -> str:
 def log_tick_values(lo: float, hi: float, max_labels: int = 7) -> list[float]:
     """Major tick positions in ``[lo, hi]`` (``0 < lo < hi``) for a log axis: decades when they
     give at least 3 ticks (every k-th decade past ``max_labels``), else 1-3, 1-2-5 or 1..9 times a
-    power of ten, else (a range narrower than that) up to 5 evenly spaced round values. Returns
-    ``[]`` when ``lo``/``hi`` are not positive and ordered."""
+    power of ten, else (a range too narrow for 3 of those) up to 5 evenly spaced round values
+    when they are more. Returns ``[]`` when ``lo``/``hi`` are not positive and ordered."""
     if not (0 < lo < hi) or not math.isfinite(hi):
         return []
     d0, d1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
@@ -47,8 +47,9 @@ def log_tick_values(lo: float, hi: float, max_labels: int = 7) -> list[float]:
         ticks = [s * 10.0**d for d in range(d0, d1 + 1) for s in subs if lo <= s * 10.0**d <= hi]
         if len(ticks) >= 3:
             break
-    if len(ticks) < 2:  # less than a factor ~1.5 between lo and hi: evenly spaced ticks
-        ticks = [float(t) for t in MaxNLocator(nbins=4).tick_values(lo, hi) if lo <= t <= hi]
+    if len(ticks) < 3:  # a narrow range (1000-2500 holds only 1000, 2000): evenly spaced ticks
+        even = [float(t) for t in MaxNLocator(nbins=4).tick_values(lo, hi) if lo <= t <= hi]
+        ticks = even if len(even) > len(ticks) else ticks
     if len(ticks) > max_labels:
         ticks = ticks[:: math.ceil(len(ticks) / max_labels)]
     return ticks

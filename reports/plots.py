@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -27,13 +29,16 @@ from radixbench.reports.plotaxes import fixed_layout, log_ticks
 
 __all__ = [
     "CDF_OPS",
+    "CDF_STYLES",
     "fit_loglog_slope",
+    "legend_room_in",
     "loglog_scatter",
     "no_data",
     "plot_evict_vs_leaves",
     "plot_match_vs_len",
     "plot_op_cdf",
     "save_figure",
+    "scatter_series",
     "slope_text",
 ]
 
@@ -41,12 +46,23 @@ __all__ = [
 #: table get panels after these.
 CDF_OPS: tuple[str, ...] = ("match_prefix", "insert", "evict", "build_extend")
 
+#: Line styles of the CDF curves, one per variant in name order (cycled): variants that time an
+#: op alike (it runs none of the code their axes change) draw curves on top of each other.
+CDF_STYLES: tuple[str, ...] = ("-", "--", "-.", ":")
+
 #: Scatter plots draw at most this many points per series (a fixed-seed sample); the fitted
 #: slope, ``n`` and the binned-median line use every point.
 MAX_SCATTER_POINTS = 3_000
 
 #: Log-spaced x bins of the median line drawn over each scatter series.
 MEDIAN_BINS = 24
+
+#: A scatter's legend lies under its panel, below the x tick labels and x label (which take
+#: :data:`XLABEL_IN` inches under the frame, ``fixed_layout``'s default bottom margin), one entry
+#: per row: :func:`legend_room_in` is the extra bottom margin a figure gives it.
+XLABEL_IN = 0.6
+LEGEND_ROW_IN = 0.21
+LEGEND_PAD_IN = 0.25
 
 _DPI = 110
 
@@ -142,14 +158,17 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
 
     Panels: every op of :data:`CDF_OPS` (a "no data" panel when it has no rows), then any other
     op present, in name order. Each line is drawn from at most 1,024 quantiles
-    (:func:`cdf_points`); one figure legend names the variants (same colour in every panel) and
-    each panel states its calls per variant (``n``). Needs the ``op``, ``variant`` and ``ns``
-    columns; an empty frame gives a figure of "no data" panels.
+    (:func:`cdf_points`); one figure legend names the variants (same colour and line style in
+    every panel: :data:`CDF_STYLES`, so a curve drawn on top of an equal one leaves it visible
+    through its gaps) and each panel states its calls per variant (``n``) and which variants'
+    calls took exactly the same times (``B: identical to A``). Needs the ``op``, ``variant`` and
+    ``ns`` columns; an empty frame gives a figure of "no data" panels.
     """
     present = sorted(str(o) for o in ops["op"].unique()) if "op" in ops.columns else []
     panels = [*CDF_OPS, *(o for o in present if o not in CDF_OPS)]
     variants = sorted(str(v) for v in ops["variant"].unique()) if present else []
     color = {v: f"C{i % 10}" for i, v in enumerate(variants)}
+    style = {v: CDF_STYLES[i % len(CDF_STYLES)] for i, v in enumerate(variants)}
     ncols = 2
     nrows = math.ceil(len(panels) / ncols)
     legend_rows = math.ceil(len(variants) / 2)
@@ -163,10 +182,27 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
             no_data(ax, op)
             continue
         counts = []
+        drawn: dict[str, np.ndarray] = {}
+        identical = []
         for variant, group in rows.groupby("variant", sort=True):
-            ns, frac = cdf_points(group["ns"].to_numpy(dtype=np.float64), 1.0)
-            ax.step(ns, frac, where="post", color=color[str(variant)], label=str(variant))
+            v, ns_all = str(variant), np.sort(group["ns"].to_numpy(dtype=np.float64))
+            same = next((u for u, seen in drawn.items() if np.array_equal(seen, ns_all)), None)
+            if same is not None:
+                identical.append(f"{v}: identical to {same}")
+            drawn[v] = ns_all
+            ns, frac = cdf_points(ns_all, 1.0)
+            ax.step(ns, frac, where="post", color=color[v], linestyle=style[v], label=v)
             counts.append(len(group))
+        if identical:  # the later curve lies exactly on the earlier one: say so
+            ax.text(
+                0.02,
+                0.96,
+                "\n".join(identical),
+                ha="left",
+                va="top",
+                transform=ax.transAxes,
+                fontsize="x-small",
+            )
         ax.set_xscale("log")
         log_ticks(ax, "x")
         ax.set_ylim(0.0, 1.02)
@@ -190,9 +226,12 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
     h = fig.get_size_inches()[1]
     fig.suptitle("Per-op latency CDF by variant", y=1 - 0.12 / h, va="top")
     if variants:
+        handles: list[Artist] = [
+            Line2D([], [], color=color[v], linestyle=cast(Any, style[v])) for v in variants
+        ]
         fig.legend(
-            [Line2D([], [], color=color[v]) for v in variants],
-            variants,
+            handles,
+            list(variants),
             loc="upper center",
             bbox_to_anchor=(0.5, 1 - 0.42 / h),
             ncols=2,
@@ -217,6 +256,22 @@ def _binned_median(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.asarray(centres), np.asarray(medians)
 
 
+def _positive(rows: pd.DataFrame, x_col: str) -> pd.DataFrame:
+    """The rows a log-log scatter of ``ns`` against ``x_col`` can draw (both > 0)."""
+    return rows[(rows[x_col] > 0) & (rows["ns"] > 0)] if not rows.empty else rows
+
+
+def scatter_series(rows: pd.DataFrame, x_col: str, axis: str) -> int:
+    """How many series (legend entries) :func:`loglog_scatter` draws for these arguments."""
+    rows = _positive(rows, x_col)
+    return int(axis_groups(rows, axis).nunique()) if not rows.empty else 0
+
+
+def legend_room_in(entries: int) -> float:
+    """Extra bottom margin (in) for a legend of ``entries`` rows under a panel's x label."""
+    return LEGEND_PAD_IN + LEGEND_ROW_IN * entries if entries else 0.0
+
+
 def loglog_scatter(
     ax: Axes,
     rows: pd.DataFrame,
@@ -229,11 +284,13 @@ def loglog_scatter(
     Each series' legend entry carries its fitted log-log slope (:func:`fit_loglog_slope`) and
     its point count ``n``; a large series is drawn as a fixed-seed sample of
     :data:`MAX_SCATTER_POINTS` points plus the median ``ns`` per log-spaced ``x_col`` bin of all
-    its points (a line, bins of >= 5 points). Draws a "no data" note when no row has positive
+    its points (a line, bins of >= 5 points). The legend lies under the panel, below its x label,
+    where it hides no point: the figure must leave :func:`legend_room_in` of
+    :func:`scatter_series` inches of bottom margin beyond :data:`XLABEL_IN`, and be laid out
+    (``fixed_layout``) before this call. Draws a "no data" note when no row has positive
     coordinates.
     """
-    if not rows.empty:
-        rows = rows[(rows[x_col] > 0) & (rows["ns"] > 0)]
+    rows = _positive(rows, x_col)
     if rows.empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
@@ -257,7 +314,14 @@ def loglog_scatter(
     log_ticks(ax, "x")
     log_ticks(ax, "y")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", markerscale=3)
+    frame_in = ax.get_position().height * cast(Figure, ax.figure).get_size_inches()[1]
+    ax.legend(
+        fontsize="small",
+        markerscale=3,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -XLABEL_IN / frame_in),
+        borderaxespad=0.0,
+    )
 
 
 def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
@@ -267,10 +331,11 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fal
     the legend shows each series' fitted log-log slope (~1: linear in leaves, e.g. a full
     heapify; ~0: independent of leaves). Needs ``op``, ``variant``, ``ns``, ``evictable_leaves``.
     """
-    fig = Figure(figsize=(7.5, 5.0))
-    ax = fig.subplots()
-    fixed_layout(fig)
     rows = ops[ops["op"] == "evict"] if "op" in ops.columns else ops.iloc[0:0]
+    room = legend_room_in(scatter_series(rows, "evictable_leaves", "evictor"))
+    fig = Figure(figsize=(7.5, 5.0 + room))
+    ax = fig.subplots()
+    fixed_layout(fig, bottom_in=XLABEL_IN + room)
     loglog_scatter(ax, rows, "evictable_leaves", "evictor")
     ax.set_title("evict latency vs evictable leaves, by evictor")
     ax.set_xlabel("evictable leaves before the call (count, log scale)")
@@ -284,10 +349,11 @@ def plot_match_vs_len(ops: pd.DataFrame, path: Path | str, *, svg: bool = False)
     Series are grouped by the variant's matcher; the legend shows each series'
     fitted log-log slope. Needs ``op``, ``variant``, ``ns``, ``key_len``.
     """
-    fig = Figure(figsize=(7.5, 5.0))
-    ax = fig.subplots()
-    fixed_layout(fig)
     rows = ops[ops["op"] == "match_prefix"] if "op" in ops.columns else ops.iloc[0:0]
+    room = legend_room_in(scatter_series(rows, "key_len", "matcher"))
+    fig = Figure(figsize=(7.5, 5.0 + room))
+    ax = fig.subplots()
+    fixed_layout(fig, bottom_in=XLABEL_IN + room)
     loglog_scatter(ax, rows, "key_len", "matcher")
     ax.set_title("match_prefix latency vs key length, by matcher")
     ax.set_xlabel("key length (tokens, log scale)")

@@ -16,9 +16,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from radixbench.reports.plotaxes import fixed_layout, log_ticks
-from radixbench.reports.plots import cdf_points, loglog_scatter, no_data, save_figure
+from radixbench.reports.plotaxes import compact_number, fixed_layout, log_tick_values, log_ticks
+from radixbench.reports.plots import (
+    XLABEL_IN,
+    cdf_points,
+    legend_room_in,
+    loglog_scatter,
+    no_data,
+    save_figure,
+    scatter_series,
+)
 
 __all__ = [
     "MAX_LINE_POINTS",
@@ -34,10 +43,12 @@ __all__ = [
 #: Time-series lines draw at most this many points (:func:`thin_max`, evenly spaced requests).
 MAX_LINE_POINTS = 2_000
 
-#: Ops of the cost-vs-tree-size figure and the variant axis each is grouped by.
+#: Ops of the cost-vs-tree-size figure and the variant axis each is grouped (coloured) by: the
+#: axis whose algorithm the op runs, so its clusters are the series (insert walks the tree with
+#: the matcher before it adds the new suffix).
 TREE_OPS: tuple[tuple[str, str], ...] = (
     ("match_prefix", "matcher"),
-    ("insert", "evictor"),
+    ("insert", "matcher"),
     ("evict", "evictor"),
 )
 
@@ -138,6 +149,7 @@ def plot_kv_queue_over_time(
     ax_kv.set_ylim(0.0, 102.0)
     ax_kv.set_title("KV utilisation over time")
     ax_kv.set_ylabel("KV slots used (% of capacity)")
+    ax_q.set_ylim(0.0, max(1.0, ax_q.get_ylim()[1]))  # a count: no negative range
     ax_q.set_title("Queue length over time")
     ax_q.set_ylabel("waiting requests (count)")
     for ax in (ax_kv, ax_q):
@@ -149,14 +161,19 @@ def plot_kv_queue_over_time(
 
 def plot_cost_vs_tree(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Per-op latency (ns) against tree size (``tree_tokens`` before the call), log-log with
-    the fitted slope per series, for ``match_prefix`` (by matcher), ``insert`` and ``evict``
-    (by evictor)."""
-    fig = Figure(figsize=(6.0 * len(TREE_OPS), 5.0))
+    the fitted slope per series, for ``match_prefix`` and ``insert`` (coloured by matcher) and
+    ``evict`` (by evictor): :data:`TREE_OPS`; each panel's title names its colour axis and its
+    legend lies under it."""
+    rows = {op: ops[ops["op"] == op] for op, _ in TREE_OPS}
+    room = legend_room_in(
+        max(scatter_series(rows[op], "tree_tokens", axis) for op, axis in TREE_OPS)
+    )
+    fig = Figure(figsize=(6.0 * len(TREE_OPS), 5.0 + room))
     axes = fig.subplots(1, len(TREE_OPS))
-    fixed_layout(fig, 1, len(TREE_OPS), top_in=0.8)
+    fixed_layout(fig, 1, len(TREE_OPS), top_in=0.8, bottom_in=XLABEL_IN + room)
     for ax, (op, axis) in zip(axes, TREE_OPS, strict=True):
-        loglog_scatter(ax, ops[ops["op"] == op], "tree_tokens", axis)
-        ax.set_title(f"{op} latency vs tree size")
+        loglog_scatter(ax, rows[op], "tree_tokens", axis)
+        ax.set_title(f"{op} latency vs tree size (colour: {axis})")
         ax.set_xlabel("tree size before the call (tokens, log scale)")
         ax.set_ylabel(f"{op} latency (ns, log scale)")
     fig.suptitle(
@@ -168,10 +185,12 @@ def plot_cost_vs_tree(ops: pd.DataFrame, path: Path | str, *, svg: bool = False)
 def plot_match_vs_matched(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """``match_prefix`` latency (ns) against the matched length (``result``, tokens) per
     matcher, log-log with fitted slopes; misses (0 matched tokens) are left out."""
-    fig = Figure(figsize=(7.5, 5.0))
+    rows = ops[ops["op"] == "match_prefix"]
+    room = legend_room_in(scatter_series(rows, "result", "matcher"))
+    fig = Figure(figsize=(7.5, 5.0 + room))
     ax = fig.subplots()
-    fixed_layout(fig)
-    loglog_scatter(ax, ops[ops["op"] == "match_prefix"], "result", "matcher")
+    fixed_layout(fig, bottom_in=XLABEL_IN + room)
+    loglog_scatter(ax, rows, "result", "matcher")
     ax.set_title("match_prefix latency vs matched length, by matcher")
     ax.set_xlabel("matched prefix length (tokens, log scale)")
     ax.set_ylabel("match_prefix latency (ns, log scale)")
@@ -179,32 +198,53 @@ def plot_match_vs_matched(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fa
 
 
 def plot_verdict_bars(verdicts: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
-    """Horizontal bars of the median ratio baseline/candidate per (metric, candidate) with the
-    bootstrap 95 % interval as error bars and a reference line at 1 (right of it: faster)."""
+    """Horizontal bars of the median ratio baseline/candidate per (metric, candidate), each
+    labelled ``"<metric>: <candidate> vs <baseline>"``, on a log ratio axis: a bar runs from 1
+    (a labelled tick and a reference line) to its ratio, right of 1 = candidate faster, so 0.9
+    and 1.1 read as far from 1 as 1/0.9 and 1.1 do beside a 7x bar; the bootstrap 95 % interval
+    is drawn as error bars and written beside each bar (``ratio [low, high]``). A ratio that is
+    not finite and positive gets no bar."""
     n = len(verdicts)
-    labels = [f"{m}: {c}" for m, c in zip(verdicts["metric"], verdicts["candidate"])]
-    # left margin from the longest label ("small" font: ~0.065 in per character)
+    base = verdicts["baseline"] if "baseline" in verdicts else pd.Series("?", index=verdicts.index)
+    labels = [
+        f"{m}: {c} vs {b}"
+        for m, c, b in zip(verdicts["metric"], verdicts["candidate"], base, strict=True)
+    ]
+    # left margin from the longest label ("small" font: ~0.065 in per character); values right
     left_in = 0.4 + 0.065 * max((len(s) for s in labels), default=0)
-    fig = Figure(figsize=(max(9.0, left_in + 5.0), max(3.0, 0.45 * n + 1.5)))
+    right_in = 1.6
+    fig = Figure(figsize=(max(9.0, left_in + right_in + 5.0), max(3.0, 0.45 * n + 1.5)))
     ax = fig.subplots()
-    fixed_layout(fig, left_in=left_in, bottom_in=0.65)
+    fixed_layout(fig, left_in=left_in, bottom_in=0.65, right_in=right_in)
     if n == 0:
         no_data(ax, "speed-up of each candidate over its baseline")
         return save_figure(fig, path, svg=svg)
     ratio = verdicts["ratio"].to_numpy(np.float64)
     lo = verdicts["ci_low"].to_numpy(np.float64)
     hi = verdicts["ci_high"].to_numpy(np.float64)
+    ok = np.isfinite(ratio) & (ratio > 0)
     err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
-    err = np.nan_to_num(err, nan=0.0, posinf=0.0)
+    err = np.where(ok, np.nan_to_num(err, nan=0.0, posinf=0.0), 0.0)
     colors = (
         verdicts["verdict"].map({"faster": "tab:green", "slower": "tab:red"}).fillna("tab:gray")
     )
     y = np.arange(n)
-    ax.barh(y, np.nan_to_num(ratio, posinf=0.0), xerr=err, color=list(colors), capsize=3)
+    ax.set_xscale("log")
+    ax.barh(y, np.where(ok, ratio - 1.0, 0.0), left=1.0, xerr=err, color=list(colors), capsize=3)
     ax.axvline(1.0, color="k", lw=1)
+    shown = np.concatenate([ratio[ok], lo[ok & (lo > 0)], hi[ok & np.isfinite(hi)], [1.0]])
+    ax.set_xlim(float(shown.min()) / 1.15, float(shown.max()) * 1.15)
+    ticks = sorted({1.0, *log_tick_values(*ax.get_xlim())})
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(compact_number))
+    ax.xaxis.set_minor_locator(NullLocator())
+    for i in range(n):  # the figures, in a column right of the axes
+        text = f"{ratio[i]:.2f} [{lo[i]:.2f}, {hi[i]:.2f}]" if ok[i] else "n/a"
+        ax.text(1.02, y[i], text, transform=ax.get_yaxis_transform(), va="center",
+                fontsize="small")  # fmt: skip
     ax.set_yticks(y, labels, fontsize="small")
     ax.invert_yaxis()
     ax.set_title("Median ratio baseline / candidate with bootstrap 95 % CI")
-    ax.set_xlabel("ratio (dimensionless; > 1: candidate faster)")
+    ax.set_xlabel("ratio (dimensionless, log scale; > 1: candidate faster)")
     ax.grid(True, axis="x", alpha=0.3)
     return save_figure(fig, path, svg=svg)

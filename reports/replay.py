@@ -56,9 +56,14 @@ def _count(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{int(value):,}"
 
 
+def _seconds(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{float(value):.2f}"
+
+
 def display_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """``summary`` for people: rates in percent (two decimals), counts with thousands
-    separators ("–" where a row has none: Belady, the ceiling), readable column names."""
+    separators ("–" where a row has none: Belady, the ceiling; also a time a saved run lacks),
+    readable column names."""
     impls = summary["impl"] if "impl" in summary else pd.Series("", index=summary.index)
     several = len(set(impls) - {""}) > 1
     return pd.DataFrame(
@@ -72,7 +77,7 @@ def display_frame(summary: pd.DataFrame) -> pd.DataFrame:
             "evict calls": summary["evict_calls"].map(_count),
             "evicted tokens": summary["evicted_tokens"].map(_count),
             "not cached": summary["not_cached"].map(_count),
-            "time s": summary["wall_s"].round(2),
+            "time s": summary["wall_s"].map(_seconds),
         }
     )
 

@@ -56,8 +56,8 @@ def _show(value: Any) -> str:
 
 def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
     """Run fields (scenario, requests, seed, device, clock mode, wall time, config hash, the
-    scheduler and cache settings, events), then the record's ``extra`` keys; empty lists
-    (no skipped lines) are left out."""
+    scheduler and cache settings, events as ``variant: count``), then the record's ``extra``
+    keys; empty lists and mappings (no skipped lines) are left out."""
     clock = meta.clock
     note = _CLOCK_NOTES.get(clock)
     wall = meta.wall_s
@@ -88,8 +88,13 @@ def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
         rows.append(("simulated events", events))
     if meta.torch_threads is not None:
         rows.append(("torch threads", _show(meta.torch_threads)))
-    rows.extend((str(k), _show(v)) for k, v in meta.extra.items())
+    rows.extend((str(k), _show(v)) for k, v in meta.extra.items() if not _empty(v))
     return rows
+
+
+def _empty(value: Any) -> bool:
+    """An empty list or mapping (``skipped_line_errors: []``): a row saying nothing."""
+    return isinstance(value, (list, tuple, Mapping)) and not value
 
 
 def environment_rows(meta: RunMeta) -> list[tuple[str, str]]:

@@ -201,13 +201,17 @@ def _rates(hits: np.ndarray, lens: np.ndarray) -> tuple[float, float]:
 
 
 def summary_frame(
-    requests: pd.DataFrame, policies: Sequence[PolicyReplay], belady_s: float
+    requests: pd.DataFrame,
+    policies: Sequence[PolicyReplay],
+    belady_s: float,
+    ceiling_s: float | None = None,
 ) -> pd.DataFrame:
     """One row per run (implementation and policy), then ``belady`` and ``ceiling``:
     ``hit_rate`` / ``hit_rate_last_half`` (fractions of prompt tokens), ``vs_lru_pts``
     (percentage points above the first LRU row's rate, NaN without one), ``of_belady`` (rate /
     Belady's), ``evict_calls``, ``evicted_tokens``, ``not_cached``, ``wall_s`` (seconds of this
-    row's own work; the token ids, made once for all runs, are not in it) and ``impl`` (the
+    row's own work, ``ceiling_s`` the ceiling's; the token ids, made once for all runs, are not
+    in it; NaN only where a time was not given) and ``impl`` (the
     implementation's label; empty for the bounds)."""
     lens = requests["input_len"].to_numpy()
     rows: list[tuple[str, float, float, int | None, int | None, int | None, float | None]] = []
@@ -217,7 +221,7 @@ def summary_frame(
     b_all, b_half = _rates(requests["belady"].to_numpy(), lens)
     c_all, c_half = _rates(requests["ceiling"].to_numpy(), lens)
     rows.append(("belady", b_all, b_half, None, None, None, belady_s))
-    rows.append(("ceiling", c_all, c_half, None, None, None, None))
+    rows.append(("ceiling", c_all, c_half, None, None, None, ceiling_s))
     df = pd.DataFrame(
         rows,
         columns=[
@@ -301,7 +305,9 @@ def replay(
     t0 = perf_counter()
     belady = belady_hits(requests, capacity_tokens, page_size)
     belady_s = perf_counter() - t0
+    t0 = perf_counter()
     ceiling = np.asarray(prefix_hits(requests), dtype=np.int64) // page_size * page_size
+    ceiling_s = perf_counter() - t0
     table = pd.DataFrame(
         {
             "rid": np.array([r.rid for r in requests], dtype=np.int64),
@@ -314,7 +320,7 @@ def replay(
     )
     return ReplayResult(
         table,
-        summary_frame(table, runs, belady_s),
+        summary_frame(table, runs, belady_s, ceiling_s),
         capacity_tokens,
         page_size,
         include_outputs,

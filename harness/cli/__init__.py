@@ -119,12 +119,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     except (KeyboardInterrupt, Terminated) as e:
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
-        if command == "sweep":
-            print(
-                f"radixbench: {what}; the finished cells are kept in the sweep folder: run the "
-                "same command again to resume",
-                file=sys.stderr,
-            )
+        notes = getattr(e, "__notes__", None)  # what the command kept (sweep: its cells)
+        if notes:
+            print(f"radixbench: {what}; {notes[-1]}", file=sys.stderr)
+        elif command == "sweep":
+            print(f"radixbench: {what} before any cell ran", file=sys.stderr)
         else:
             print(f"radixbench: {what}; no run folder was written", file=sys.stderr)
         return 143 if isinstance(e, Terminated) else 130

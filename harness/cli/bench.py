@@ -19,42 +19,67 @@ import os
 import sys
 from pathlib import Path
 
-from radixbench.harness.cli.util import positive_int
+from radixbench.harness.cli.util import DefaultsFormatter, Parser, positive_int
 
 # The benchmarks (torch, pandas, matplotlib) are imported when the command runs.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``bench`` to the subcommands (``bench sim``'s options in a group of their own)."""
+    """Add ``bench`` to the subcommands, each benchmark a subcommand of its own with only the
+    options it reads (``bench alloc --help`` lists no ``bench sim`` option)."""
     from radixbench.bench.sim import DEFAULT_VARIANT
 
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
-    b.set_defaults(func=run)
-    b.add_argument("target", choices=["cache", "alloc", "sim"], help="what to benchmark")
-    b.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
-    b.add_argument("--reps", type=positive_int, help="interleaved repetitions per point")
-    b.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
-    b.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
-    g = b.add_argument_group("bench sim")
-    g.add_argument("--requests", type=positive_int, help="sim: first N trace requests (all)")
-    g.add_argument("--variant", default=DEFAULT_VARIANT, help="sim: evictor/matcher/flatten")
-    g.add_argument("--demo-run", type=Path, help="sim: time the report of this run folder")
+    targets = b.add_subparsers(
+        dest="target", metavar="{cache,alloc,sim}", required=True, parser_class=Parser
+    )
+    fmt = DefaultsFormatter
+    cache = targets.add_parser(
+        "cache", formatter_class=fmt, help="matchers, evictors, insert and the KV allocators"
+    )
+    alloc = targets.add_parser(
+        "alloc", formatter_class=fmt, help="the KV allocators: radixbench's vs sglang's"
+    )
+    for p in (cache, alloc):
+        p.set_defaults(func=run)
+        p.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
+        p.add_argument(
+            "--reps",
+            type=positive_int,
+            help="interleaved repetitions per point (default: the spec's own)",
+        )
+        p.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
+        p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the report here")
+    g = targets.add_parser("sim", formatter_class=fmt, help="how fast the simulator itself is")
+    g.set_defaults(func=run)
+    g.add_argument(
+        "--quick", action="store_true", help="500 requests, one run of each figure: a smoke test"
+    )
+    g.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write the Simulator speed section of FILE",
+    )
+    g.add_argument("--requests", type=positive_int, help="first N trace requests (default: all)")
+    g.add_argument("--variant", default=DEFAULT_VARIANT, help="evictor/matcher/flatten")
+    g.add_argument("--demo-run", type=Path, help="time the report of this run folder")
     g.add_argument(
         "--demo-requests",
         type=positive_int,
-        help="sim: demo run size (default: the default scenario's own, as make demo)",
+        help="demo run size (default: the default scenario's own, as make demo)",
     )
     g.add_argument(
         "--trace-reps",
         type=positive_int,
-        help="sim: whole-trace runs, each in a fresh process; the best is reported (3)",
+        help="whole-trace runs, each in a fresh process; the best is reported (default: 3)",
     )
-    g.add_argument("--help-reps", type=positive_int, default=3, help="sim: --help timings (3)")
-    g.add_argument("--startup-reps", type=positive_int, default=3, help="sim: start-up timings (3)")
+    g.add_argument("--help-reps", type=positive_int, default=3, help="--help timings")
+    g.add_argument("--startup-reps", type=positive_int, default=3, help="start-up timings")
     g.add_argument(
         "--skip",
         default="",
-        help="sim: comma list of figures to leave out: trace, startup, help, report",
+        help="comma list of figures to leave out: trace, startup, help, report",
     )
 
 
@@ -149,9 +174,7 @@ def _run_sim(args: argparse.Namespace) -> int:
     if "report" not in skip:
         demo = 100 if quick and args.demo_requests is None else args.demo_requests
         b.report_s, b.report_requests = sim.time_report(args.demo_run, demo)
-        print(f"report writing: {b.report_s:.2f} s wall", flush=True)
-    print()
-    print("\n".join(sim.lines(b)))
+        print(sim.lines(b)[-1], flush=True)  # each figure printed once, as it comes
     if args.markdown:
         cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
         write_section(args.markdown, markdown(b, cmd))

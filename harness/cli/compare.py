@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
-from radixbench.harness.cli.util import UsageError
+from radixbench.harness.cli.util import DefaultsFormatter, UsageError
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.reports.axes import AXES
 from radixbench.reports.record import RunMeta
@@ -24,7 +24,11 @@ from radixbench.sim.config import Variant
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` to the subcommands."""
-    c = sub.add_parser("compare", help="run one scenario under several cache algorithm variants")
+    c = sub.add_parser(
+        "compare",
+        help="run one scenario under several cache algorithm variants",
+        formatter_class=DefaultsFormatter,
+    )
     c.set_defaults(func=run)
     add_compare_arguments(c)
 
@@ -41,9 +45,7 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         choices=["auto", "cpu", "cuda"],
         help="where the KV pool and batch tensors live (auto: cuda when present)",
     )
-    c.add_argument(
-        "--out", type=Path, default=Path("runs"), help="parent of run folders (default runs)"
-    )
+    c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     c.add_argument(
         "--summary-only",

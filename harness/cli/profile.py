@@ -1,6 +1,7 @@
-"""``radixbench profile``: one compare run under scalene (CPU only), hottest lines printed;
-``--torch-profiler`` adds a torch profiler Chrome trace of the batch builder (CUDA when
-present). Takes every option of ``compare``."""
+"""``radixbench profile``: one compare run under scalene (CPU only), hottest lines printed:
+the simulation's own first (report writing and imports left out, and said so), then those of
+``cache/`` and ``sim/``; ``--torch-profiler`` adds a torch profiler Chrome trace of the batch
+builder (CUDA when present). Takes every option of ``compare``."""
 
 from __future__ import annotations
 
@@ -9,18 +10,23 @@ import json
 from pathlib import Path
 
 from radixbench.harness.cli.compare import add_compare_arguments, spec_from_args
-from radixbench.harness.cli.util import positive_int
+from radixbench.harness.cli.util import DefaultsFormatter, positive_int
 from radixbench.harness.profiling.scalene_profile import (
     SOURCE_ROOT,
     HotLine,
     hottest_lines,
     profile_compare,
+    simulation_lines,
 )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``profile`` to the subcommands."""
-    p = sub.add_parser("profile", help="run a comparison under scalene and print the hottest lines")
+    p = sub.add_parser(
+        "profile",
+        help="run a comparison under scalene and print the hottest lines",
+        formatter_class=DefaultsFormatter,
+    )
     p.set_defaults(func=run)
     add_compare_arguments(p)
     p.add_argument(
@@ -40,14 +46,16 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as e:
         raise ValueError(str(e)) from None
     profile = json.loads(outcome.scalene_json.read_text())
-    print(f"hottest lines (scalene, CPU only; {profile.get('elapsed_time_sec', 0):.1f} s):")
-    _print_lines(hottest_lines(profile, args.top))
+    every = hottest_lines(profile, 10**9)
+    own, left = simulation_lines(every)
+    elapsed = profile.get("elapsed_time_sec", 0)
+    print(f"hottest lines of the simulation (scalene, CPU only; {elapsed:.1f} s in all):")
+    _print_lines(own[: args.top])
+    if left:
+        print("  left out of this table (once per run, whatever the algorithm): " + "; ".join(
+            f"{why}: {n} lines, {cpu:.1f} % cpu" for why, (n, cpu) in left.items()))  # fmt: skip
     core = [SOURCE_ROOT / "cache", SOURCE_ROOT / "sim"]
-    in_core = [
-        h
-        for h in hottest_lines(profile, 10**9)
-        if any(Path(h.file).is_relative_to(c) for c in core)
-    ]
+    in_core = [h for h in own if any(Path(h.file).is_relative_to(c) for c in core)]
     print("\nhottest lines in the cache and simulator (cache/, sim/):")
     _print_lines(in_core[: args.top])
     print(f"\nrun folder: {outcome.run_dir}")

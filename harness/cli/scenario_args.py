@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radixbench.harness.cli.help_defaults import note_scenario_defaults
 from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
 
 if TYPE_CHECKING:
@@ -196,11 +197,13 @@ def add_scenario_arguments(
     c.add_argument(
         "--on-bad-line",
         choices=BAD_LINE_POLICIES,
-        help="malformed trace line: stop with file:line (error) or skip and count it",
+        help="malformed trace line: stop with file:line (error) or skip and count it "
+        "(default: the scenario's workload.on_bad_line, error unless set)",
     )
     add_set_argument(c)
     if simulation:
         _add_simulation_arguments(c)
+    note_scenario_defaults(c, OVERRIDES)
 
 
 def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
@@ -342,12 +345,14 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The scenario overrides the arguments of :func:`add_scenario_arguments` give: every flag
     given (:data:`OVERRIDES`), then ``--set``. ``--window`` drops the scenario's request count,
     ``--all`` its request count and window; ``--chunked-prefill-size -1`` disables chunking.
-    Raises :class:`UsageError` for an impossible chunk size, a ``--trace`` that is no file or a
-    malformed ``--set``. Reads only."""
+    Raises :class:`UsageError` for an impossible chunk size, a ``--trace`` that is a folder or
+    no file, or a malformed ``--set``. Reads only."""
     out: dict[str, Any] = {}
     chunk = getattr(args, "chunked_prefill_size", None)
     if chunk is not None and (chunk == 0 or chunk < -1):
         raise UsageError(f"--chunked-prefill-size: positive or -1, got {chunk}")
+    if args.trace is not None and args.trace.is_dir():
+        raise UsageError(f"--trace: {args.trace} is a folder; give a trace file")
     if args.trace is not None and not args.trace.is_file():
         raise UsageError(f"--trace: no such file: {args.trace}")
     for dest, key in OVERRIDES.items():

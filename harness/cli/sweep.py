@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from radixbench.harness.cli import Terminated
 from radixbench.harness.cli.util import check_scheduler, positive_int
 from radixbench.harness.config.grid import load_grid
 from radixbench.harness.experiments.sweep import run_sweep
@@ -28,9 +29,20 @@ def run(args: argparse.Namespace) -> int:
     check_scheduler(args.scheduler)
     grid = load_grid(args.grid)
     out = args.out or Path("runs") / f"sweep-{args.grid.stem}"
-    outcome = run_sweep(
-        grid, out, args.scheduler, args.workers, progress=False if args.no_progress else None
-    )
+    try:
+        outcome = run_sweep(
+            grid, out, args.scheduler, args.workers, progress=False if args.no_progress else None
+        )
+    except (KeyboardInterrupt, Terminated) as e:  # main prints the note: what was kept
+        cells = out / "cells"
+        done = sum((cells / c.key / "config.json").exists() for c in grid.cells)
+        e.add_note(
+            f"{done} of {len(grid.cells)} cells finished and kept in {cells}: run the same "
+            "command again to resume (finished cells are not rerun)"
+            if done
+            else f"no cell of {len(grid.cells)} finished; nothing kept in {cells}"
+        )
+        raise
     res = outcome.results
     if len(res):
         cols = [

@@ -17,6 +17,27 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends each option's line with ``(default: X)`` where the option has a default
+    worth saying (not None, not a ``store_true`` flag's False) and its help does not already
+    say one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default is None
+            or default is False
+            or default == ""
+            or default == []
+            or default is argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return action.help
+        return f"{text} (default: %(default)s)"
+
+
 def csv_list(text: str) -> list[str]:
     """``"a,b"`` -> ``["a", "b"]``; empty lists rejected."""
     items = [x.strip() for x in text.split(",") if x.strip()]

@@ -125,6 +125,9 @@ def _variants(
         names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
         if not names:
             raise ScenarioError(file, f"variants.{key}", "must not be empty")
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:
+            raise ScenarioError(file, f"variants.{key}", f"{twice!r} is listed twice")
         lists[key] = names
     try:
         impls = resolve_impls(lists["impls"])
@@ -349,9 +352,20 @@ def load_scenario(
     try:
         return parse_scenario(doc, file, name, path.parent.resolve())
     except ScenarioError as exc:
-        origin = next(
-            (o for k, o in blame.items() if exc.key and (exc.key + ".").startswith(k + ".")), None
-        )
+        origin = _origin(exc.key, blame)
         if origin is None:
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
+
+
+def _origin(key: str | None, blame: dict[str, str]) -> str | None:
+    """What set the key an error names (``blame``: overridden key path -> its flag), or None
+    when the scenario file did: an override of ``key`` or of a key under it (``variants.evictors``
+    for an error on ``variants.evictors[1]``), else an override that created ``key`` on its way
+    to a deeper key (``--set nosuch.key=1`` for the unknown top-level key ``nosuch``)."""
+    if not key:
+        return None
+    for k, origin in blame.items():
+        if (key + ".").startswith(k + ".") or (key + "[").startswith(k + "["):
+            return origin
+    return next((o for k, o in blame.items() if k.startswith(key + ".")), None)

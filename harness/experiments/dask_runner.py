@@ -26,15 +26,39 @@ def client(scheduler: str | None, workers: int | None) -> Any:
     from distributed import Client, LocalCluster
 
     if scheduler:
-        return Client(scheduler, timeout="10s")
-    cluster = LocalCluster(
-        n_workers=workers or os.cpu_count() or 1,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=":0",
-        silence_logs=logging.CRITICAL,
-    )
-    return Client(cluster)
+        dask = Client(scheduler, timeout="10s")
+    else:
+        cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        )
+        dask = Client(cluster)
+    dask.register_plugin(_thread_locked_tqdm(), name="radixbench-tqdm-lock")
+    return dask
+
+
+def _thread_locked_tqdm() -> Any:
+    """A worker plugin giving tqdm a thread lock in each worker process, before any task runs.
+
+    tqdm's default lock holds a multiprocessing semaphore, which a worker stopped in the middle
+    of a task (the cluster closed on Ctrl-C) never releases: the resource tracker then warns
+    of "leaked semaphore objects" at exit. A worker runs one task at a time in its own process,
+    so a thread lock is all its progress bars need. (Defined here: ``distributed`` is imported
+    only when a run starts.)"""
+    from distributed import WorkerPlugin
+
+    class ThreadLockedTqdm(WorkerPlugin):
+        def setup(self, worker: Any) -> None:
+            import threading as th
+
+            from tqdm import tqdm as bar
+
+            bar.set_lock(th.RLock())
+
+    return ThreadLockedTqdm()
 
 
 def run_on_dask(

@@ -8,6 +8,7 @@ finished (the infinite-cache ceiling, Belady's optimal eviction at the run's KV 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from radixbench.workloads.trace import TraceError, TraceRequest
 __all__ = [
     "Workload",
     "check_fits",
+    "describe_selection",
     "load_requests",
     "scenario_ceiling",
     "served_belady",
@@ -59,7 +61,28 @@ def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workloa
         skipped=skipped,
         base_dir=sc.base_dir,
     )
-    return Workload(requests, skipped, f"{sc.name}: {sc.description}")
+    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+#: A request count in a scenario's description: "first 1,000 requests", "3,000 requests".
+_COUNT = re.compile(r"\b(first )?(\d[\d,]*) requests\b")
+
+
+def describe_selection(scenario: Scenario, n: int) -> str:
+    """``scenario``'s description with the request count it states made true of the ``n``
+    requests loaded: ``--all`` or ``--requests 50`` select other requests than the scenario's
+    "first 1,000 requests", and the label must not repeat its count ("all 12,031 requests",
+    "first 50 requests", "2,310 selected requests" for a window or a start)."""
+    a = scenario.arrivals
+
+    def fix(m: re.Match[str]) -> str:
+        if int(m[2].replace(",", "")) == n:
+            return m[0]
+        if a.window_s is None and not a.start_s:
+            return f"first {n:,} requests" if a.max_requests is not None else f"all {n:,} requests"
+        return f"{n:,} selected requests"
+
+    return _COUNT.sub(fix, scenario.description, count=1)
 
 
 def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
@@ -71,9 +94,10 @@ def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
 
 
 def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
-    """Raise ``ValueError`` (one line naming ``--kv-capacity``) when the scheduler would reject
-    every request: it rejects one whose input + output tokens reach the KV pool (whole pages)
-    or ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
+    """Raise ``ValueError`` (one line naming ``--kv-capacity`` and the smallest capacity that
+    admits a request) when the scheduler would reject every request: it admits only a request
+    with fewer input + output tokens than the KV pool (whole pages) and than
+    ``max_context_len_tokens`` (``_get_new_batch_prefill`` in :mod:`radixbench.sim.scheduler`,
     after sglang 0.5.23), so such a run would measure nothing."""
     if not requests:
         return
@@ -85,12 +109,14 @@ def check_fits(requests: list[TraceRequest], sim: SimConfig) -> None:
     if pool <= sim.max_context_len_tokens:
         raise ValueError(
             f"--kv-capacity {sim.kv_capacity_tokens} (kv_capacity_tokens): every request would be "
-            f"rejected: the smallest needs {need} KV slots (input + output tokens) and must fit "
-            f"in the pool; use --kv-capacity {(need // sim.page_size + 1) * sim.page_size} or more"
+            f"rejected: the smallest request has {need} input + output tokens and the scheduler "
+            "admits only requests with fewer tokens than the pool; use --kv-capacity "
+            f"{(need // sim.page_size + 1) * sim.page_size} or more"
         )
     raise ValueError(
         f"max_context_len_tokens {sim.max_context_len_tokens}: every request would be rejected: "
-        f"the smallest needs {need} tokens (input + output)"
+        f"the smallest request has {need} input + output tokens and the scheduler admits only "
+        "requests with fewer tokens than the context length"
     )
 
 

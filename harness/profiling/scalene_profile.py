@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,14 @@ from radixbench.harness.experiments.compare import CompareSpec
 from radixbench.harness.experiments.rundir import AtomicRunDir
 from radixbench.harness.profiling import target as profile_target
 
-__all__ = ["HotLine", "ProfileOutcome", "hottest_lines", "profile_compare", "scalene_filters"]
+__all__ = [
+    "HotLine",
+    "ProfileOutcome",
+    "hottest_lines",
+    "profile_compare",
+    "scalene_filters",
+    "simulation_lines",
+]
 
 #: The repository root of the radixbench packages (cache/, sim/, harness/, ... live in it).
 SOURCE_ROOT = Path(profile_target.__file__).resolve().parents[2]
@@ -62,8 +70,9 @@ class ProfileOutcome:
 
 def hottest_lines(profile: dict[str, Any], top: int = 15) -> list[HotLine]:
     """The ``top`` lines of a scalene JSON profile by total CPU percent, highest first (ties by
-    file, line). Lines with no CPU time are left out. Raises :class:`ValueError` when
-    ``profile`` lacks the ``files`` mapping of scalene's JSON format."""
+    file, line). Lines with no CPU time are left out; the code is shown as written (scalene's
+    JSON writes ``<``, ``>``, ``&`` as the text ``\\u003c``...: undone). Raises
+    :class:`ValueError` when ``profile`` lacks the ``files`` mapping of scalene's JSON format."""
     files = profile.get("files")
     if not isinstance(files, dict):
         raise ValueError("scalene profile: missing 'files' (not a scalene JSON profile?)")
@@ -74,10 +83,45 @@ def hottest_lines(profile: dict[str, Any], top: int = 15) -> list[HotLine]:
             native = float(line.get("n_cpu_percent_c", 0.0))
             total = py + native + float(line.get("n_sys_percent", 0.0))
             if total > 0:
-                code = str(line.get("line", "")).strip()
+                code = _unescape(str(line.get("line", ""))).strip()
                 rows.append(HotLine(str(fname), int(line["lineno"]), total, py, native, code))
     rows.sort(key=lambda r: (-r.cpu_percent, r.file, r.lineno))
     return rows[:top]
+
+
+def _unescape(code: str) -> str:
+    """``code`` with scalene's ``\\uXXXX`` escapes (of ``&``, ``<``, ``>``) turned back into
+    the characters."""
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), code)
+
+
+#: Why a hot line is not the simulation's own: its reason, by the file's package under
+#: :data:`SOURCE_ROOT` or the line's code. Report writing (matplotlib's savefig, pandas
+#: writers) and module imports run once per run, whatever the cache algorithm.
+_NOT_SIMULATION = {
+    "report writing (reports/: tables, plots, savefig)": lambda path, code: path.is_relative_to(
+        SOURCE_ROOT / "reports"
+    ),
+    "imports (import lines: module loading)": lambda path, code: bool(
+        re.match(r"(import |from \S+ import )", code)
+    ),
+}
+
+
+def simulation_lines(lines: list[HotLine]) -> tuple[list[HotLine], dict[str, tuple[int, float]]]:
+    """``lines`` split into the simulation's own (in order) and what was left out: reason ->
+    (lines, their summed CPU %), for report writing and module imports
+    (:data:`_NOT_SIMULATION`; reasons with no line are not listed)."""
+    kept: list[HotLine] = []
+    left: dict[str, tuple[int, float]] = {}
+    for h in lines:
+        why = next((w for w, f in _NOT_SIMULATION.items() if f(Path(h.file), h.code)), None)
+        if why is None:
+            kept.append(h)
+        else:
+            n, cpu = left.get(why, (0, 0.0))
+            left[why] = (n + 1, cpu + h.cpu_percent)
+    return kept, left
 
 
 def _scalene() -> list[str]:

@@ -114,3 +114,35 @@ def test_report_renders_in_headless_chromium(tmp_path, rendered_run):
         assert table["height"] > 10  # laid out, not collapsed
     for heading in ("Run", "Environment", *expected, "Plots"):
         assert heading in check["headings"]
+
+
+def test_numbers_never_wrap_mid_digit() -> None:
+    """Numeric cells, and text cells that read as a number or a ratio with its interval, are
+    class ``num``, which the style sheet keeps on one line; no cell may break anywhere."""
+    from radixbench.reports.html import CSS
+
+    df = pd.DataFrame({"n": [316800], "ratio": ["1.02 [0.98–1.05]"], "t": ["12.5 %"],
+                       "variant": ["heapify/linear/numpy"]})  # fmt: skip
+    out = frame_html(df, "t")
+    for text in ("316800", "1.02 [0.98–1.05]", "12.5 %"):
+        assert f'<td class="num">{text}</td>' in out, out
+    assert "<td>heapify/linear/numpy</td>" in out
+    num_rule = re.search(r"td\.num \{([^}]*)\}", CSS)
+    assert num_rule and "white-space: nowrap" in num_rule[1], CSS
+    assert "overflow-wrap: anywhere" not in CSS
+
+
+def test_run_rows_read_as_text_and_hide_empty_lists(tmp_path, meta) -> None:
+    """The events row reads ``variant: count``, never a dict; an empty list (no skipped lines),
+    recorded or carried in ``extra``, shows no row."""
+    import dataclasses
+
+    m = dataclasses.replace(meta, events={"heapify/linear": 581, "lru-list/linear": 590},
+                            extra={"skipped_line_errors": [], "point": {}, "rate": 4})  # fmt: skip
+    text = write_report_html(tmp_path, meta=m, equivalence={"ok": True}, frames={}, plots={})
+    body = text.read_text(encoding="utf-8")
+    rows = dict(re.findall(r"<tr><th>([^<]*)</th><td[^>]*>([^<]*)</td></tr>", body))
+    assert rows["simulated events"] == "heapify/linear: 581, lru-list/linear: 590"
+    assert "skipped_line_errors" not in rows and "point" not in rows and rows["rate"] == "4"
+    assert "first skipped lines" not in rows
+    assert not [v for v in rows.values() if "{" in v or v in ("[]", "none")], rows

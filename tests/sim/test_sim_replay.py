@@ -61,6 +61,11 @@ def test_summary_rows_and_columns() -> None:
     ]  # fmt: skip
 
 
+def test_every_summary_row_has_its_time_the_ceiling_included() -> None:
+    s = replay(WORKLOAD, 12, policies=["lru"]).summary.set_index("policy")
+    assert s["wall_s"].notna().all() and (s["wall_s"] >= 0).all(), s["wall_s"]
+
+
 def run_policy(policy: str, capacity: int, page: int, outputs: bool) -> PolicyReplay:
     run = PolicyReplay(policy, capacity, page, len(WORKLOAD))
     for j, r in enumerate(WORKLOAD):

@@ -186,7 +186,7 @@ def test_kv_capacity_below_every_request_names_the_option(tmp_path, capsys) -> N
     assert main([*argv, "--out", str(out), "--no-progress"]) == 2
     line = _one_error_line(capsys)
     # prefix-repetition: 256 prefix + 256 suffix + 128 output tokens per request
-    assert "--kv-capacity 100" in line and "smallest needs 640 KV slots" in line
+    assert "--kv-capacity 100" in line and "smallest request has 640 input + output" in line
     assert "--kv-capacity 641 or more" in line
     assert not out.exists() or not any(out.iterdir())
 

@@ -134,3 +134,25 @@ def test_compare_meta_and_report_text_carry_the_belady_bound() -> None:
     meta = RunMeta(hit_rate_ceiling={"all": 7 / 16, "requests": 2}, hit_rate_belady=bound)
     text = hit_rate_text(0.25, meta)
     assert text is not None and "Belady bound at 64 KV tokens 43.8 %" in text
+
+
+def test_all_says_how_many_requests_it_replayed_and_times_the_ceiling(
+    tmp_path: Path, capsys
+) -> None:
+    """The scenario line names the requests replayed (not the scenario's "first 1,000
+    requests"), and the ceiling row has a time, not NaN."""
+    trace = tmp_path / "t.jsonl"
+    rows = [
+        {"timestamp": 10 * i, "input_length": 700, "output_length": 3, "hash_ids": [7, i % 2]}
+        for i in range(7)
+    ]
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["replay", "mooncake-conversation", "--trace", str(trace), "--all", "--policies"]
+    assert main([*argv, "lru", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    scenario = next(line for line in printed.splitlines() if line.startswith("scenario:"))
+    assert "1,000" not in scenario and "all 7 requests" in scenario, scenario
+    ceiling = next(line for line in printed.splitlines() if line.split()[:1] == ["ceiling"])
+    assert "nan" not in ceiling.lower(), ceiling
+    summary = pd.read_parquet(only_run(tmp_path / "runs") / "summary.parquet")
+    assert summary["wall_s"].notna().all(), summary

@@ -160,8 +160,8 @@ BAD = [
     (edit('evictors = ["heapify"]', "evictors = [1]"), "variants.evictors[0]", "must be str"),
     (
         edit('matchers = ["linear", "galloping"]', 'matchers = ["linear", "linear"]'),
-        "variants",
-        "repeat",
+        "variants.matchers",
+        "'linear' is listed twice",
     ),
     (edit('evictors = ["heapify"]', 'evictor = ["heapify"]'), "variants.evictor", "unknown key"),
 ]

@@ -196,3 +196,56 @@ def test_profile_bad_input_in_the_run_is_one_line(fake_scalene, tmp_path, capsys
     assert len(err.splitlines()) == 1
     assert err.startswith("radixbench: error: --kv-capacity 100 (kv_capacity_tokens): every")
     assert not out.exists() or not any(out.iterdir())
+
+
+def _hot_profile(root: Path) -> dict:
+    """A scalene profile whose hottest lines are savefig (reports/) and an import, with scalene's
+    escapes (``\\u003c``) in the code, as scalene 2.x writes them."""
+
+    def line(no: int, cpu: float, code: str) -> dict:
+        return {"lineno": no, "line": code, "n_cpu_percent_python": cpu, "n_cpu_percent_c": 0.0}
+
+    return {
+        "elapsed_time_sec": 9.0,
+        "files": {
+            str(root / "reports" / "plots.py"): {"lines": [line(40, 30.0, "fig.savefig(path)")]},
+            str(root / "harness" / "experiments" / "compare.py"): {
+                "lines": [line(3, 20.0, "import torch"), line(9, 2.0, "x = run(spec)")]
+            },
+            str(root / "cache" / "matcher.py"): {
+                "lines": [line(12, 8.0, "while lo \\u003c hi \\u0026\\u0026 a[lo] \\u003e 0:")]
+            },
+        },
+    }
+
+
+def test_hottest_lines_undo_scalenes_escapes(tmp_path) -> None:
+    (hot,) = [h for h in hottest_lines(_hot_profile(tmp_path)) if h.lineno == 12]
+    assert hot.code == "while lo < hi && a[lo] > 0:"
+
+
+def test_simulation_lines_leave_out_report_writing_and_imports() -> None:
+    from radixbench.harness.profiling.scalene_profile import SOURCE_ROOT, simulation_lines
+
+    own, left = simulation_lines(hottest_lines(_hot_profile(SOURCE_ROOT)))
+    assert [(Path(h.file).name, h.lineno) for h in own] == [("matcher.py", 12), ("compare.py", 9)]
+    assert [(n, cpu) for n, cpu in left.values()] == [(1, 30.0), (1, 20.0)]
+    assert any("report writing" in why for why in left) and any("import" in why for why in left)
+
+
+def test_profile_prints_the_simulations_hot_spots_and_says_what_it_left_out(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    import radixbench.harness.cli.profile as cli_profile
+    from radixbench.harness.profiling.scalene_profile import SOURCE_ROOT, ProfileOutcome
+
+    js = tmp_path / "scalene.json"
+    js.write_text(json.dumps(_hot_profile(SOURCE_ROOT)))
+    outcome = ProfileOutcome(tmp_path, js, None, None, True)
+    monkeypatch.setattr(cli_profile, "profile_compare", lambda spec, torch, html: outcome)
+    assert main(["profile", "--out", str(tmp_path), "--no-html"]) == 0
+    out = capsys.readouterr().out
+    top = out.split("hottest lines in the cache")[0]
+    assert "fig.savefig(path)" not in top and "import torch" not in top, top
+    assert "while lo < hi && a[lo] > 0:" in top and "\\u003c" not in out
+    assert "report writing" in top and "1 lines, 30.0 % cpu" in top, top
