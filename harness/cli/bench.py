@@ -1,5 +1,5 @@
-"""``radixbench bench cache|alloc|sim``: microbenchmarks of matchers, evictors, insert, the KV
-allocators and the simulator itself.
+"""``radixbench bench cache|alloc|sim|served``: microbenchmarks of matchers, evictors, insert,
+the KV allocators, the simulator itself, and radixbench against SGLang's served cache.
 
 ``bench cache`` prints the tables and the ratios against the issue's targets, writes
 ``bench_cache.csv``, ``bench_alloc.csv`` and two plots into ``--out``, and with ``--markdown
@@ -8,6 +8,11 @@ included) atomically to ``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` t
 ``bench alloc`` runs only the KV-allocator benchmark (radixbench's allocators against sglang's)
 and prints (``--markdown``: writes) its section with the machine details. ``bench sim`` times the
 simulator and prints each figure as it comes (``--markdown``: its section of the file).
+``bench served`` times radixbench's evictors and matchers against sglang 0.5.23's Rust and
+Python tree cores and legacy ``RadixCache`` in one process and prints one table and the status
+of issue 21's targets (``--markdown``: its section of the file). Each target first prints the
+calibration figure of :mod:`radixbench.bench.calibration`, measured in the same run, and gives
+its figures also as multiples of it.
 Argument parsing and printing only: the benchmarks are :mod:`radixbench.bench`.
 """
 
@@ -18,8 +23,12 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radixbench.harness.cli.util import positive_int
+
+if TYPE_CHECKING:
+    from radixbench.bench.calibration import Calibration
 
 # The benchmarks (torch, pandas, matplotlib) are imported when the command runs.
 
@@ -30,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     b.set_defaults(func=run)
-    b.add_argument("target", choices=["cache", "alloc", "sim"], help="what to benchmark")
+    b.add_argument("target", choices=["cache", "alloc", "sim", "served"], help="what to benchmark")
     b.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
     b.add_argument("--reps", type=positive_int, help="interleaved repetitions per point")
     b.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
@@ -65,7 +74,47 @@ def run(args: argparse.Namespace) -> int:
         return _run_sim(args)
     if args.target == "alloc":
         return _run_alloc(args)
+    if args.target == "served":
+        return _run_served(args)
     return _run_cache(args)
+
+
+def _calibrate() -> Calibration:
+    """Measure and print the run's calibration figure."""
+    from radixbench.bench.calibration import calibrate
+
+    cal = calibrate()
+    print(cal.line(), flush=True)
+    return cal
+
+
+def _run_served(args: argparse.Namespace) -> int:
+    """``radixbench bench served``: the table and the targets' status, printed (``--markdown``:
+    also written into its section of the file)."""
+    from radixbench.bench.benchmarks_md import SERVED_END, SERVED_START, write_section
+    from radixbench.bench.served import ServedSpec, run_served
+    from radixbench.bench.served_report import markdown, table, target_lines
+    from radixbench.harness.experiments.rundir import environment
+
+    spec = ServedSpec.quick() if args.quick else ServedSpec()
+    if args.reps:
+        spec = dataclasses.replace(spec, reps=args.reps)
+    env = environment()
+    print(f"machine: {env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    cal = _calibrate()
+    rows, skipped = run_served(spec)
+    for impl, why in skipped.items():
+        print(f"not loaded: {impl}: {why}")
+    print(table(rows, cal))
+    print()
+    print("\n".join(f"target: {t}" for t in target_lines(rows)))
+    if args.markdown:
+        cmd = "make bench" if not args.quick else "radixbench bench served --quick"
+        write_section(
+            args.markdown, markdown(rows, skipped, cal, env, cmd), SERVED_START, SERVED_END
+        )
+        print(f"wrote the SGLang as served section of {args.markdown}")
+    return 0
 
 
 def _alloc_section(args: argparse.Namespace) -> str:
