@@ -79,12 +79,14 @@ def run(args: argparse.Namespace) -> int:
     return _run_cache(args)
 
 
-def _calibrate() -> Calibration:
-    """Measure and print the run's calibration figure."""
+def _calibrate(echo: bool = True) -> Calibration:
+    """Measure the run's calibration figure; print it when ``echo`` (``bench cache`` and
+    ``bench alloc`` print it in their report's Machine section instead)."""
     from radixbench.bench.calibration import calibrate
 
     cal = calibrate()
-    print(cal.line(), flush=True)
+    if echo:
+        print(cal.line(), flush=True)
     return cal
 
 
@@ -117,14 +119,14 @@ def _run_served(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alloc_section(args: argparse.Namespace) -> str:
+def _alloc_section(args: argparse.Namespace, cal: Calibration) -> str:
     """``bench alloc`` (quick with ``--quick``, ``--reps`` rounds) into ``--out``; its section."""
     from radixbench.bench.alloc import AllocBenchSpec, write_alloc_section
 
     spec = AllocBenchSpec.quick() if args.quick else AllocBenchSpec()
     if args.reps:
         spec = dataclasses.replace(spec, rounds=args.reps)
-    return write_alloc_section(spec, args.out)
+    return write_alloc_section(spec, args.out, cal)
 
 
 def _run_alloc(args: argparse.Namespace) -> int:
@@ -132,9 +134,10 @@ def _run_alloc(args: argparse.Namespace) -> int:
     from radixbench.bench.benchmarks_md import write_document
     from radixbench.harness.experiments.rundir import environment
 
-    section = _alloc_section(args)
+    cal = _calibrate(echo=False)
+    section = _alloc_section(args, cal)
     cmd = "radixbench bench alloc" + (" --quick" if args.quick else "")
-    text = alloc_document(section, cmd, environment())
+    text = alloc_document(section, cmd, environment(), cal)
     print(text)
     if args.markdown:
         write_document(args.markdown, text + "\n")
@@ -152,10 +155,11 @@ def _run_cache(args: argparse.Namespace) -> int:
     spec = BenchSpec.quick() if args.quick else BenchSpec()
     if args.reps:
         spec = dataclasses.replace(spec, reps=args.reps)
+    cal = _calibrate(echo=False)
     df = run_cache_bench(spec, args.out)
-    alloc_md = _alloc_section(args)
+    alloc_md = _alloc_section(args, cal)
     cmd = "make bench" if not args.quick else "radixbench bench cache --quick"
-    text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md)
+    text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md, cal)
     print(text)
     if args.markdown:
         write_document(args.markdown, text + "\n")
@@ -178,6 +182,7 @@ def _run_sim(args: argparse.Namespace) -> int:
     requests = args.requests or (500 if quick else None)
     b = sim.SimBench(variant=args.variant, env=environment())
     print(f"machine: {b.env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    b.cal = _calibrate()
     if "trace" not in skip:
         reps = args.trace_reps or (1 if quick else 3)
         try:
@@ -191,14 +196,14 @@ def _run_sim(args: argparse.Namespace) -> int:
         print("\n".join(sim.lines(b)[:2]), flush=True)
     if "startup" not in skip:
         b.startup_s = [sim.time_startup() for _ in range(1 if quick else args.startup_reps)]
-        print(f"start-up to first simulated event: {sim.best_of(b.startup_s)}", flush=True)
+        print(f"start-up to first simulated event: {sim.best_of(b.startup_s, b.cal)}", flush=True)
     if "help" not in skip:
         b.help_s = sim.time_help(1 if quick else args.help_reps)
-        print(f"radixbench --help: {sim.best_of(b.help_s)}", flush=True)
+        print(f"radixbench --help: {sim.best_of(b.help_s, b.cal)}", flush=True)
     if "report" not in skip:
         demo = 100 if quick and args.demo_requests is None else args.demo_requests
         b.report_s, b.report_requests = sim.time_report(args.demo_run, demo)
-        print(f"report writing: {b.report_s:.2f} s wall", flush=True)
+        print(f"report writing: {b.report_s:.2f} s wall{sim.in_cal(b.cal, b.report_s)}", flush=True)
     print()
     print("\n".join(sim.lines(b)))
     if args.markdown:
