@@ -22,7 +22,7 @@ END = "<!-- bench-sim:end -->"
 SERVED_START = "<!-- bench-served:start -->"
 SERVED_END = "<!-- bench-served:end -->"
 #: The kept sections, as ``(start, end)`` markers, in the order :func:`with_section_of` appends.
-SECTIONS = ((SERVED_START, SERVED_END), (START, END))
+SECTIONS = ((START, END), (SERVED_START, SERVED_END))
 
 
 def markdown(b: SimBench, command: str) -> str:
@@ -58,7 +58,7 @@ def write_section(path: Path, section: str, start: str = START, end: str = END) 
 
 
 def with_section_of(path: Path, text: str) -> str:
-    """``text`` followed by the ``SGLang as served`` and ``Simulator speed`` sections ``path``
+    """``text`` followed by the ``Simulator speed`` and ``SGLang as served`` sections ``path``
     holds now (each left out when the file or the section is missing): so that ``bench cache``
     / ``bench alloc``, which rewrite the whole file, keep the figures of the last ``bench
     served`` and ``bench sim``. Reads only."""

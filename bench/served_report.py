@@ -11,8 +11,10 @@ the median as a multiple of the run's calibration unit (:mod:`radixbench.bench.c
 
 from __future__ import annotations
 
+import csv
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from radixbench.bench.benchmarks_md import SERVED_END, SERVED_START
@@ -21,7 +23,7 @@ from radixbench.bench.served import RUST, SGLANG, Row
 from radixbench.bench.timing import GC_METHOD
 from radixbench.reports.markdown import markdown_table
 
-__all__ = ["markdown", "table", "target_lines"]
+__all__ = ["markdown", "table", "target_lines", "write_rows"]
 
 PYTHON = SGLANG["sglang-python"]
 #: radixbench variants kept as baselines, not as candidates (named in the targets' lines).
@@ -116,7 +118,8 @@ def _python_target(rows: Sequence[Row]) -> str:
     want = "nothing in radixbench slower than the Python core"
     cases: dict[str, list[Row]] = {}
     for r in rows:
-        cases.setdefault(f"{r['case']} {_size(r)}", []).append(r)
+        name = _size(r) if r["case"] == "evict" else f"{r['case']} {_size(r)}"
+        cases.setdefault(name, []).append(r)
     slower, seen = [], 0
     for name, rs in cases.items():
         py = _med(rs, PYTHON)
@@ -172,3 +175,14 @@ def markdown(
     out += ["", table(rows, cal), "", "Machine:", ""]
     out += [f"- {k}: {v}" for k, v in env.items()]
     return "\n".join([*out, SERVED_END]) + "\n"
+
+
+def write_rows(rows: Sequence[Row], out: Path) -> Path:
+    """The rows as ``out/bench_served.csv`` (``out`` created if missing; times in ns); its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "bench_served.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+        w.writeheader()
+        w.writerows(rows)
+    return path

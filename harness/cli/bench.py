@@ -10,9 +10,10 @@ and prints (``--markdown``: writes) its section with the machine details. ``benc
 simulator and prints each figure as it comes (``--markdown``: its section of the file).
 ``bench served`` times radixbench's evictors and matchers against sglang 0.5.23's Rust and
 Python tree cores and legacy ``RadixCache`` in one process and prints one table and the status
-of issue 21's targets (``--markdown``: its section of the file). Each target first prints the
-calibration figure of :mod:`radixbench.bench.calibration`, measured in the same run, and gives
-its figures also as multiples of it.
+of issue 21's targets (its rows also in ``--out``/``bench_served.csv``; ``--markdown``: its
+section of the file). Every target measures the calibration figure of
+:mod:`radixbench.bench.calibration` in the same run, prints it (``cache`` / ``alloc``: in their
+report's Machine section) and gives its figures also as multiples of it.
 Argument parsing and printing only: the benchmarks are :mod:`radixbench.bench`.
 """
 
@@ -95,7 +96,7 @@ def _run_served(args: argparse.Namespace) -> int:
     also written into its section of the file)."""
     from radixbench.bench.benchmarks_md import SERVED_END, SERVED_START, write_section
     from radixbench.bench.served import ServedSpec, run_served
-    from radixbench.bench.served_report import markdown, table, target_lines
+    from radixbench.bench.served_report import markdown, table, target_lines, write_rows
     from radixbench.harness.experiments.rundir import environment
 
     spec = ServedSpec.quick() if args.quick else ServedSpec()
@@ -105,6 +106,7 @@ def _run_served(args: argparse.Namespace) -> int:
     print(f"machine: {env.get('cpu')}, {os.cpu_count()} cores", flush=True)
     cal = _calibrate()
     rows, skipped = run_served(spec)
+    write_rows(rows, args.out)
     for impl, why in skipped.items():
         print(f"not loaded: {impl}: {why}")
     print(table(rows, cal))

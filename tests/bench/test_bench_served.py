@@ -27,7 +27,8 @@ needs_sglang = pytest.mark.skipif(
 def test_quick_run_prints_the_table_targets_and_calibration(tmp_path: Path, capsys) -> None:
     md = tmp_path / "BENCHMARKS.md"
     md.write_text("# Cache microbenchmarks\n\nkept\n", encoding="utf-8")
-    code = main(["bench", "served", "--quick", "--reps", "1", "--markdown", str(md)])
+    argv = ["bench", "served", "--quick", "--reps", "1", "--out", str(tmp_path)]
+    code = main([*argv, "--markdown", str(md)])
     out = capsys.readouterr().out
     assert code == 0, out
     cal = re.search(
@@ -44,6 +45,8 @@ def test_quick_run_prints_the_table_targets_and_calibration(tmp_path: Path, caps
     targets = re.findall(r"^target: (.*)$", out, re.M)
     assert len(targets) == 3, out  # measured, whatever they say: the quick sizes are not theirs
     assert all(re.search(r": (met|NOT met|n/a)\b", t) for t in targets), targets
+    csv_text = (tmp_path / "bench_served.csv").read_text(encoding="utf-8")
+    assert csv_text.startswith("bench,case,") and "x_sglang" in csv_text
     text = md.read_text(encoding="utf-8")
     assert text.startswith("# Cache microbenchmarks\n\nkept\n")
     assert text.count(SERVED_START) == 1 and "= 1 cal" in text and "- cpu:" in text
