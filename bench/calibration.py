@@ -90,8 +90,9 @@ class Calibration:
         return ns / self.python_ns
 
     def fmt(self, ns: float) -> str:
-        """``"<x> cal"`` for a time in ns, 3 significant digits."""
-        return f"{self.cal(ns):.3g} cal"
+        """``"<x> cal"`` for a time in ns: 3 significant digits, whole numbers from 1,000."""
+        x = self.cal(ns)
+        return f"{x:,.0f} cal" if x >= 1000 else f"{x:.3g} cal"
 
     def line(self) -> str:
         """The printed calibration figure (ms of CPU time, medians)."""
