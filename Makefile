@@ -46,9 +46,13 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow and not e2e"
 
 # Cache microbenchmarks (a few minutes): prints the tables, writes plots to runs/bench and
-# regenerates BENCHMARKS.md. Run it on a quiet machine.
+# regenerates BENCHMARKS.md; then radixbench against sglang 0.5.23's served cache (Rust and
+# Python tree cores, legacy RadixCache) in one process, into its section of BENCHMARKS.md (the
+# SGLang columns are left out, with the reason, where sglang is not installed). Each prints the
+# calibration figure of its run. Run it on a quiet machine.
 bench: $(VENV)/.installed
 	$(BIN)/radixbench bench cache --out runs/bench --markdown BENCHMARKS.md
+	$(BIN)/radixbench bench served --markdown BENCHMARKS.md
 
 # Simulator speed (a few minutes): the whole Mooncake conversation trace for one variant,
 # start-up to the first simulated event, `radixbench --help`, and the demo run's report writing;

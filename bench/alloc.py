@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from radixbench.bench.calibration import Calibration
 from radixbench.bench.timing import gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
@@ -220,8 +221,11 @@ def _fmt(v: object, spec: str) -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def alloc_report(rows: list[Row], note: str, spec: AllocBenchSpec) -> str:
-    """Markdown section: method, the sglang note, one table row per case and op."""
+def alloc_report(
+    rows: list[Row], note: str, spec: AllocBenchSpec, cal: Calibration | None = None
+) -> str:
+    """Markdown section: method, the sglang note, one table row per case and op; with ``cal``
+    (the run's calibration) both means also in calibration units (mean / the unit)."""
     lines = ["## KV allocators: radixbench vs sglang, alloc and free (µs per call)", ""]
     lines += [
         f"Method: {spec.rounds} rounds of {spec.calls} `alloc(n)` then {spec.calls} `free` of "
@@ -238,6 +242,8 @@ def alloc_report(rows: list[Row], note: str, spec: AllocBenchSpec) -> str:
     ]
     head = ["allocator", "op", "per call", "free list", "pool tokens", "radixbench µs"]
     head += ["sglang µs", "sglang / radixbench"]
+    if cal is not None:
+        head += ["radixbench cal", "sglang cal"]
     cells = []
     for r in rows:
         row = [str(r["allocator"]), f"`{r['op']}`", str(r["per_call"]), str(r["free_list"])]
@@ -245,30 +251,42 @@ def alloc_report(rows: list[Row], note: str, spec: AllocBenchSpec) -> str:
         row += [_fmt(r["sglang_us"], ".2f"), _fmt(r["sglang_over_radixbench"], ".2f") + "x"]
         if r["sglang_over_radixbench"] is None:
             row[-1] = "n/a"
+        if cal is not None:
+            row += [_in_cal(r["radixbench_us"], cal), _in_cal(r["sglang_us"], cal)]
         cells.append(row)
     return "\n".join([*lines, markdown_table(head, cells)])
 
 
+def _in_cal(us: object, cal: Calibration) -> str:
+    """A mean in µs as a multiple of the calibration unit, or ``n/a``."""
+    return "n/a" if us is None else f"{cal.cal(float(us) * 1e3):.3g}"  # type: ignore[arg-type]
+
+
 def bench_alloc_section(
-    spec: AllocBenchSpec, sgl: SGLangAllocators | str | None = "load"
+    spec: AllocBenchSpec,
+    sgl: SGLangAllocators | str | None = "load",
+    cal: Calibration | None = None,
 ) -> tuple[list[Row], str]:
     """Run the benchmark and render its Markdown section: ``(rows, markdown)``."""
     rows, note = run_alloc_bench(spec, sgl)
-    return rows, alloc_report(rows, note, spec)
+    return rows, alloc_report(rows, note, spec, cal)
 
 
-def write_alloc_section(spec: AllocBenchSpec, out: Path) -> str:
+def write_alloc_section(spec: AllocBenchSpec, out: Path, cal: Calibration | None = None) -> str:
     """Run the benchmark (:func:`bench_alloc_section`), write its rows to
     ``out/bench_alloc.csv`` (``out`` created if missing) and return its Markdown section."""
-    rows, text = bench_alloc_section(spec)
+    rows, text = bench_alloc_section(spec, cal=cal)
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "bench_alloc.csv", index=False)
     return text
 
 
-def alloc_document(section: str, command: str, env: dict[str, Any]) -> str:
+def alloc_document(
+    section: str, command: str, env: dict[str, Any], cal: Calibration | None = None
+) -> str:
     """The whole ``bench alloc`` report: title, the command that regenerates it, the machine
-    (``env``: name -> value) and ``section``."""
+    (``env``: name -> value; ``cal``: the run's calibration figure) and ``section``."""
     lines = ["# KV allocator benchmark", "", f"Regenerate: `{command}`", "", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
+    lines += [f"- {cal.line()}"] if cal is not None else []
     return "\n".join([*lines, "", section])

@@ -1,8 +1,9 @@
 """The sections of ``BENCHMARKS.md``: ``bench sim`` writes its ``Simulator speed`` section
-between :data:`START` and :data:`END` and leaves the rest of the file as it was
-(:func:`write_section`); ``bench cache`` and ``bench alloc`` rewrite the whole file and keep that
-section after their text (:func:`write_document`). Every write is atomic, with the mode a plain
-write would give (``reports._atomic.atomic_paths``)."""
+between :data:`START` and :data:`END`, ``bench served`` its ``SGLang as served`` section between
+:data:`SERVED_START` and :data:`SERVED_END`, each leaving the rest of the file as it was
+(:func:`write_section`); ``bench cache`` and ``bench alloc`` rewrite the whole file and keep
+both sections after their text (:func:`write_document`). Every write is atomic, with the mode
+a plain write would give (``reports._atomic.atomic_paths``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ from pathlib import Path
 from radixbench.bench.sim import SimBench, lines
 from radixbench.reports._atomic import atomic_paths
 
-__all__ = ["END", "START", "markdown", "with_section_of", "write_document", "write_section"]
+__all__ = [
+    "END", "SERVED_END", "SERVED_START", "START", "markdown", "with_section_of",
+    "write_document", "write_section",
+]  # fmt: skip
 
 START = "<!-- bench-sim:start -->"
 END = "<!-- bench-sim:end -->"
+SERVED_START = "<!-- bench-served:start -->"
+SERVED_END = "<!-- bench-served:end -->"
+#: The kept sections, as ``(start, end)`` markers, in the order :func:`with_section_of` appends.
+SECTIONS = ((START, END), (SERVED_START, SERVED_END))
 
 
 def markdown(b: SimBench, command: str) -> str:
@@ -33,12 +41,12 @@ def markdown(b: SimBench, command: str) -> str:
     return "\n".join(body) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Put ``section`` between :data:`START` / :data:`END` in ``path`` (replacing the old
-    section, or appended after a blank line; the file is created if missing). Atomic, with the
-    mode a plain write would give (``reports._atomic.atomic_paths``)."""
+def write_section(path: Path, section: str, start: str = START, end: str = END) -> None:
+    """Put ``section`` between ``start`` / ``end`` (default :data:`START` / :data:`END`) in
+    ``path`` (replacing the old section, or appended after a blank line; the file is created if
+    missing). Atomic, with the mode a plain write would give (``reports._atomic.atomic_paths``)."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    old = _section(text)
+    old = _section(text, start, end)
     if old is not None:
         head, rest = text.split(old, 1)
         tail = rest.lstrip("\n")
@@ -50,23 +58,28 @@ def write_section(path: Path, section: str) -> None:
 
 
 def with_section_of(path: Path, text: str) -> str:
-    """``text`` followed by the ``Simulator speed`` section ``path`` holds now (nothing when
-    the file or the section is missing): so that ``bench cache`` / ``bench alloc``, which
-    rewrite the whole file, keep the figures of the last ``bench sim``. Reads only."""
-    section = _section(path.read_text(encoding="utf-8") if path.exists() else "")
-    return text if section is None else text.rstrip("\n") + "\n\n" + section + "\n"
+    """``text`` followed by the ``Simulator speed`` and ``SGLang as served`` sections ``path``
+    holds now (each left out when the file or the section is missing): so that ``bench cache``
+    / ``bench alloc``, which rewrite the whole file, keep the figures of the last ``bench
+    served`` and ``bench sim``. Reads only."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    for start, end in SECTIONS:
+        section = _section(old, start, end)
+        if section is not None and section not in text:
+            text = text.rstrip("\n") + "\n\n" + section + "\n"
+    return text
 
 
-def _section(text: str) -> str | None:
-    """The first ``START ... END`` span of ``text`` (markers included), or None."""
-    i = text.find(START)
-    j = text.find(END, i) if i >= 0 else -1
-    return text[i : j + len(END)] if j >= 0 else None
+def _section(text: str, start: str = START, end: str = END) -> str | None:
+    """The first ``start ... end`` span of ``text`` (markers included), or None."""
+    i = text.find(start)
+    j = text.find(end, i) if i >= 0 else -1
+    return text[i : j + len(end)] if j >= 0 else None
 
 
 def write_document(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, keeping the file's ``Simulator speed`` section
-    (``bench sim``'s) after it (:func:`with_section_of`)."""
+    """Write ``text`` to ``path`` atomically, keeping the file's ``SGLang as served`` and
+    ``Simulator speed`` sections after it (:func:`with_section_of`)."""
     text = with_section_of(path, text)
     with atomic_paths(path) as (tmp,):
         tmp.write_text(text, encoding="utf-8")

@@ -12,6 +12,7 @@ from typing import cast
 import pandas as pd
 
 from radixbench.bench.cache import BenchSpec, run_all
+from radixbench.bench.calibration import Calibration
 from radixbench.bench.timing import GC_METHOD
 from radixbench.reports.markdown import markdown_table
 
@@ -116,10 +117,18 @@ def _speedups(e: pd.DataFrame) -> str:
 
 
 def report(
-    df: pd.DataFrame, env: dict[str, object], command: str, alloc_md: str | None = None
+    df: pd.DataFrame,
+    env: dict[str, object],
+    command: str,
+    alloc_md: str | None = None,
+    cal: Calibration | None = None,
 ) -> str:
     """The whole ``bench cache`` report in Markdown; ``alloc_md``: the KV-allocator section of
-    ``bench alloc``, appended when given."""
+    ``bench alloc``, appended when given; ``cal``: the run's calibration, recorded with the
+    machine, every time table then also given in calibration units (median / the unit)."""
+    df = df.copy()
+    unit = cal.python_ns if cal is not None else float("nan")
+    df["median_cal"] = pd.to_numeric(df["median_ns"], errors="coerce") / unit
     e = df[(df.bench == "evict") & (df.leaves > 0)].copy()
     pairs = sorted({(int(n), int(v)) for n, v in zip(e.nodes, e.leaves) if n != v})
     locked = (
@@ -134,6 +143,8 @@ def report(
     lines += [EVICTORS_TEXT, ""]
     lines += ["## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in env.items()]
+    if cal is not None:
+        lines += [f"- {cal.line()}"]
     lines += ["", "## Targets (ratios measured in this run)", ""]
     met_rows = [
         [name, f"{val:.2f}x", req, "yes" if met else "NO"] for name, val, req, met in targets(df)
@@ -145,6 +156,7 @@ def report(
     lines += [_table(m, ["shape", "nodes", "tokens"], "median_us", ".1f"), ""]
     lines += ["ratio to bytes== (memcmp) of the same tokens in the same rounds:", ""]
     lines += [_table(m, ["shape", "nodes", "tokens"], "x_bytes_eq", ".2f"), ""]
+    lines += _in_cal(m, ["shape", "nodes", "tokens"], cal)
     e["median_us"] = e["median_ns"] / 1e3
     for timing, how in (("alone", "each evictor timed alone"), ("interleaved", "interleaved")):
         t = e[e.timing == timing]
@@ -155,20 +167,33 @@ def report(
         lines += ["locked.", ""]
         shown = t.rename(columns={"leaves": "evictable leaves"})
         lines += [_table(shown, ["nodes", "evictable leaves"], "median_us", ".1f"), ""]
+        lines += _in_cal(shown, ["nodes", "evictable leaves"], cal)
         lines += [f"speed-up over each baseline (ratio of medians, {how}):", ""]
         lines += [_speedups(t), ""]
     free = df[(df.bench == "evict") & (df.leaves == 0)]
     if len(free):
         ns = float(free.median_ns.iloc[0])
-        lines += [f"Real allocator `free` per victim (not in the figures above): {ns / 1e3:.1f} µs"]
+        at = f" (= {cal.fmt(ns)})" if cal is not None else ""
+        lines += [
+            f"Real allocator `free` per victim (not in the figures above): {ns / 1e3:.1f} µs{at}"
+        ]
         lines += [""]
     i = df[df.bench == "insert"].copy()
     i["median_us"] = i["median_ns"] / 1e3
     lines += ["## insert: median µs per 1,000-token insert (shared prefixes)", ""]
     lines += [_table(i, ["tokens"], "median_us", ".1f"), ""]
+    lines += _in_cal(i, ["tokens"], cal)
     if alloc_md:
         lines += [alloc_md, ""]
     return "\n".join(lines)
+
+
+def _in_cal(df: pd.DataFrame, index: list[str], cal: Calibration | None) -> list[str]:
+    """The same medians as multiples of the calibration unit (nothing without ``cal``)."""
+    if cal is None:
+        return []
+    head = "the same medians in calibration units (cal, median / the run's unit):"
+    return [head, "", _table(df, index, "median_cal", ".3g"), ""]
 
 
 def plots(df: pd.DataFrame, out: Path) -> None:

@@ -23,7 +23,10 @@ Start-up and ``--help`` are each timed ``--startup-reps`` / ``--help-reps`` time
 median printed): a single launch right after the whole-trace run pays a cold page cache.
 
 ``--markdown FILE`` writes the figures with the machine into the ``Simulator speed`` section of
-``FILE`` (:mod:`radixbench.bench.benchmarks_md`). ``radixbench bench sim``
+``FILE`` (:mod:`radixbench.bench.benchmarks_md`). With ``cal`` (the run's calibration,
+:mod:`radixbench.bench.calibration`, measured first) every figure is also printed as a multiple
+of the calibration unit (``N cal``: the figure's seconds over the unit's), and the calibration
+line closes the figures. ``radixbench bench sim``
 (:mod:`radixbench.harness.cli.bench`) runs the figures one by one and prints each as it comes.
 """
 
@@ -37,7 +40,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from radixbench.bench.calibration import Calibration
 
 MARKER = "@@radixbench-first-event@@"
 DEFAULT_VARIANT = "persistent-heap/galloping/numpy"
@@ -77,6 +83,7 @@ class SimBench:
     report_s: float | None = None
     report_requests: int = 0
     env: dict[str, Any] = field(default_factory=dict)
+    cal: Calibration | None = None
 
     @property
     def events_per_cpu_s(self) -> float:
@@ -218,26 +225,37 @@ def lines(b: SimBench) -> list[str]:
     )
     out = [
         f"whole trace: {b.requests:,} requests, variant {b.variant}, isolated clock: "
-        f"cpu {b.trace_cpu_s:.2f} s{best}, wall {b.trace_wall_s:.2f} s, {b.events:,} events, "
+        f"cpu {b.trace_cpu_s:.2f} s{in_cal(b.cal, b.trace_cpu_s)}{best}, "
+        f"wall {b.trace_wall_s:.2f} s, {b.events:,} events, "
         f"{b.events_per_cpu_s:,.0f} events per cpu s",
         f"  of which timed cache operations and batch builds (perf_counter_ns, wall): "
-        f"{b.measured_s:.2f} s; the simulator outside them: "
-        f"{b.trace_cpu_s - b.measured_s:.2f} s",
+        f"{b.measured_s:.2f} s{in_cal(b.cal, b.measured_s)}; the simulator outside them: "
+        f"{b.trace_cpu_s - b.measured_s:.2f} s{in_cal(b.cal, b.trace_cpu_s - b.measured_s)}",
     ]
     if b.startup_s:
-        out.append(f"start-up to first simulated event: {best_of(b.startup_s)}")
+        out.append(f"start-up to first simulated event: {best_of(b.startup_s, b.cal)}")
     if b.help_s:
-        out.append(f"radixbench --help: {best_of(b.help_s)}")
+        out.append(f"radixbench --help: {best_of(b.help_s, b.cal)}")
     if b.report_s is not None:
         out.append(
             f"report writing (demo run, {b.report_requests:,} requests x its variants): "
-            f"{b.report_s:.2f} s wall"
+            f"{b.report_s:.2f} s wall{in_cal(b.cal, b.report_s)}"
         )
+    if b.cal is not None:
+        out.append(b.cal.line())
     return out
 
 
-def best_of(times: list[float]) -> str:
-    """``"<min> s wall (best of N; median <median> s)"`` of wall times in s."""
+def in_cal(cal: Calibration | None, seconds: float) -> str:
+    """``" (= N cal)"`` for a time in s (N: the seconds over the calibration unit's), or
+    nothing without a calibration."""
+    return "" if cal is None else f" (= {cal.fmt(seconds * 1e9)})"
+
+
+def best_of(times: list[float], cal: Calibration | None = None) -> str:
+    """``"<min> s wall (best of N; median <median> s)"`` of wall times in s; with ``cal``,
+    the best also as a multiple of the calibration unit."""
     return (
-        f"{min(times):.2f} s wall (best of {len(times)}; median {statistics.median(times):.2f} s)"
+        f"{min(times):.2f} s wall{in_cal(cal, min(times))} (best of {len(times)}; "
+        f"median {statistics.median(times):.2f} s)"
     )

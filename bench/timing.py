@@ -16,7 +16,11 @@ from time import perf_counter_ns
 
 from radixbench.sim.run import paused_gc
 
-__all__ = ["GC_METHOD", "alone", "gc_paused", "interleaved"]
+__all__ = ["GC_METHOD", "Timed", "alone", "gc_paused", "interleaved", "interleaved_stats"]
+
+#: What :func:`interleaved_stats` times: a function, or ``(prepare, run)`` where ``prepare`` runs
+#: untimed right before each timed ``run`` (e.g. builds the fresh cache ``run`` fills).
+Timed = Callable[[], object] | tuple[Callable[[], object], Callable[[], object]]
 
 
 #: How the benches handle the cyclic garbage collector (printed with the method).
@@ -66,3 +70,29 @@ def alone(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, float]:
                 times.append(perf_counter_ns() - t0)
             med[name] = float(statistics.median(times))
     return med
+
+
+def interleaved_stats(
+    fns: dict[str, Timed], reps: int, per: int = 1
+) -> dict[str, tuple[float, float, float]]:
+    """``(median, min, max)`` ns per call of each function over ``reps`` interleaved rounds
+    after one untimed warm-up round, garbage collector off throughout (``GC_METHOD``); a
+    ``(prepare, run)`` pair times ``run`` only; ``per``: each timed call does ``per`` units of
+    work, and the figures are per unit."""
+    pairs = {k: f if isinstance(f, tuple) else (_nothing, f) for k, f in fns.items()}
+    times: dict[str, list[int]] = {k: [] for k in fns}
+    with gc_paused():
+        for prepare, run in pairs.values():
+            prepare()
+            run()
+        for _ in range(reps):
+            for name, (prepare, run) in pairs.items():
+                prepare()
+                t0 = perf_counter_ns()
+                run()
+                times[name].append(perf_counter_ns() - t0)
+    return {k: (statistics.median(v) / per, min(v) / per, max(v) / per) for k, v in times.items()}
+
+
+def _nothing() -> None:
+    pass

@@ -44,7 +44,8 @@ class LoadedModules:
     (executed, synthetic, stubs, pass-through); ``files``: sha256 (hex) of every file executed
     (in import order), then of every source of ``functions`` compiled into a stub and of every
     pass-through module loaded, by path relative to the package folder's parent
-    (``sglang/srt/...``); ``failed``: optional module -> why it did not import (one line)."""
+    (``sglang/srt/...``; absolute for a file outside it, e.g. an extension SGLang's loader took
+    from its cache); ``failed``: optional module -> why it did not import (one line)."""
 
     modules: dict[str, ModuleType]
     files: dict[str, str]
@@ -86,7 +87,8 @@ def _files(
     paths += [pkg_dir / f.file for n, f in modules.functions.items() if n in loaded]
     passthrough = [getattr(loaded.get(n), "__file__", None) for n in modules.passthrough]
     paths += [Path(f) for f in passthrough if f]
-    return {str(p.relative_to(pkg_dir.parent)): sha256_file(p) for p in paths}
+    top = pkg_dir.parent
+    return {str(p.relative_to(top) if p.is_relative_to(top) else p): sha256_file(p) for p in paths}
 
 
 def load_modules(spec: str, pkg_dir: Path, modules: ModuleSet) -> LoadedModules:

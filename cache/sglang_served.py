@@ -42,6 +42,7 @@ from radixbench.cache.sglang_shims import (
     sglang_key,
     write_back,
 )
+from radixbench.cache.sglang_tree_core import built_core
 from radixbench.cache.sglang_unified import LoadedUnified
 
 #: ``get_eviction_strategy`` of sglang 0.5.23 (``mem_cache/utils.py``): all run on both cores.
@@ -101,7 +102,9 @@ class ServedSGLangCache:
         with loaded.activate(), self._state:  # the registry imports its core at run time
             self.sgl = loaded.cache_class(params)
         self.core = self.sgl.tree_core
-        self.rust = loaded.core == "rust"
+        #: the core this instance built and why (a subclass may build another than its load's)
+        self.core_name, self.core_reason = built_core(loaded, self.sgl, params, m)
+        self.rust = self.core_name == "rust"
         #: node -> the receipts of its ``inc_lock_ref`` calls (a unified lock is released with
         #: its receipt, not the node alone)
         self._receipts: dict[int, list[Any]] = {}
@@ -119,8 +122,9 @@ class ServedSGLangCache:
         return sglang_key(self._RadixKey, key, self.loaded.label, copy, takes_limit=True)
 
     def info(self) -> ImplInfo:
-        """``label``, ``spec``, ``version``, ``origin``, class, tree core and why, ``files``."""
-        return impl_info(self.loaded, self.loaded.core, self.loaded.core_reason)
+        """``label``, ``spec``, ``version``, ``origin``, class, the tree core built and why,
+        ``files``."""
+        return impl_info(self.loaded, self.core_name, self.core_reason)
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:

@@ -7,11 +7,17 @@ resolved by ``resolve_tree_core_backend`` (``:109``), which falls back to the Py
 reasons of ``_rust_fallback_reason`` (``:44``: torch version, device...). :func:`choose_core`
 asks those functions of the load itself, for a FULL-only cache on radixbench's CPU allocator,
 and adds the one case SGLang reports as an error at construction: the extension did not load.
+A cache class can still build another core than its load's: ``create_tree_core`` resolves the
+backend again with the cache's own ``CacheInitParams`` (``tree_core_registry.py:174``), and a
+subclass that overrides a component gets the Python core (``_rust_fallback_reason``, ``:53-54``).
+:func:`built_core` reads which core an instance built, and why.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import ModuleType
+from typing import Any
 
 from radixbench.cache.sglang_modules import SGLangLoadError, activated
 
@@ -67,3 +73,23 @@ def choose_core(
         return "python", f"the Rust TreeCore extension did not load ({rust_error})"
     default = "" if env.is_set() else " (default)"
     return "rust", f"SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=rust{default}; no fallback reason"
+
+
+def built_core(loaded: Any, sgl: Any, params: Any, m: dict[str, ModuleType]) -> tuple[str, str]:
+    """``(tree core, why)`` of the built cache ``sgl`` (a ``UnifiedRadixCache`` of ``loaded``,
+    a ``LoadedUnified``, built from ``params``): the load's choice (``loaded.core``,
+    ``loaded.core_reason``) when the instance runs it; else the core it runs, with SGLang's own
+    fallback reason for ``params`` carrying the instance's non-default component classes (e.g.
+    "custom components require the Python TreeCore"), run on the load's modules (``m``: by short
+    name, ``urc``, ``utc``, ``registry``). Mutates nothing."""
+    core = "python" if isinstance(sgl.tree_core, m["utc"].UnifiedTreeCore) else "rust"
+    if core == loaded.core:
+        return loaded.core, loaded.core_reason
+    defaults = m["urc"].COMPONENT_REGISTRY
+    custom = {ct: type(c) for ct, c in sgl.components.items() if type(c) is not defaults.get(ct)}
+    probe = replace(params, component_registry_override=custom or None)
+    with activated(loaded.modules):
+        reason = m["registry"]._rust_fallback_reason(probe) if core == "python" else None
+    cls = type(sgl).__name__
+    why = f"SGLang's rules for {cls}: {reason}" if reason else f"{cls} built it"
+    return core, f"{why} (the load chose {loaded.core}: {loaded.core_reason})"

@@ -26,7 +26,16 @@ Two stubs carry real SGLang functions compiled alone from their source (``REAL_F
 
 ``core``: ``"auto"`` (SGLang's own rules; Rust when the extension loads, else Python with the
 reason), ``"python"`` (forced; the Rust adapter is not imported). The chosen core, why, and the
-sha256 of every file executed (the ``.so`` included) are in ``LoadedUnified``. Loads are
+sha256 of every file executed (the ``.so`` included) are in ``LoadedUnified``.
+
+Which Rust extension: an auto load imports ``RUST_EXTENSION`` from the package folder first
+(``rust_tree_core/mem_cache*.so``, by Python's own finder), so a checkout's own build there is
+the one its adapter runs. SGLang's loader (``rust_extensions/loader.py:68``,
+``load_rust_extension``) returns an extension already imported; without it, in a source
+checkout (``rust/Cargo.toml`` present) it ignores an in-package build and takes its fingerprinted
+cache (``$SGLANG_CACHE_DIR/rust_extensions``) or runs ``cargo build``; radixbench uses the
+in-package build when present, as ``SGLANG_RUST_BUILD_MODE=never`` does, and otherwise leaves
+the choice to SGLang's loader (``core_reason`` names the file loaded). Loads are
 isolated (each has its own ``sglang.*`` modules) and cached by package folder and core. Code
 that imports at run time (tree-core construction) runs inside ``activate()``.
 """
@@ -109,7 +118,8 @@ REAL_FUNCTIONS: dict[str, SourceFunctions] = {
 }
 
 #: ``UnifiedRadixCache``, both tree cores and what they import (:func:`load_unified`; a forced
-#: Python core loads it without ``optional``, the Rust adapter).
+#: Python core loads it without ``optional``: the package's own Rust extension, when present,
+#: then the Rust adapter).
 UNIFIED_RADIX_CACHE = ModuleSet(
     real=TOP_MODULES,
     stubbed=STUBBED_MODULES,
@@ -118,7 +128,7 @@ UNIFIED_RADIX_CACHE = ModuleSet(
     run_init=RUN_INIT,
     passthrough=(RUST_EXTENSION,),
     folder_packages=True,
-    optional=(RUST_ADAPTER,),
+    optional=(RUST_EXTENSION, RUST_ADAPTER),
 )
 
 
@@ -177,9 +187,20 @@ def _load_package(spec: str, pkg_dir: Path, label: str, core: str) -> LoadedUnif
     chosen, reason = choose_core(spec, core, short, modules, rust_error)
     if chosen == "rust" and RUST_EXTENSION not in modules:
         raise SGLangLoadError(f"{spec}: the Rust TreeCore cannot be loaded: {rust_error}")
+    if chosen == "rust":
+        reason += f"; extension {_where(modules[RUST_EXTENSION], pkg_dir)}"
     cls = short["urc"].UnifiedRadixCache
     return LoadedUnified(
         spec, label, version, str(pkg_dir), cls, chosen, reason, short, loaded.files, modules
+    )
+
+
+def _where(module: ModuleType, pkg_dir: Path) -> str:
+    """``module``'s file, relative to ``pkg_dir``'s parent when inside it (``sglang/srt/...``:
+    the package's own build), else absolute (SGLang's fingerprinted cache)."""
+    path = Path(module.__file__ or "")
+    return (
+        str(path.relative_to(pkg_dir.parent)) if path.is_relative_to(pkg_dir.parent) else str(path)
     )
 
 

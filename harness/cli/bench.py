@@ -1,5 +1,5 @@
-"""``radixbench bench cache|alloc|sim``: microbenchmarks of matchers, evictors, insert, the KV
-allocators and the simulator itself.
+"""``radixbench bench cache|alloc|sim|served``: microbenchmarks of matchers, evictors, insert,
+the KV allocators, the simulator itself, and radixbench against SGLang's served cache.
 
 ``bench cache`` prints the tables and the ratios against the issue's targets, writes
 ``bench_cache.csv``, ``bench_alloc.csv`` and two plots into ``--out``, and with ``--markdown
@@ -8,6 +8,12 @@ included) atomically to ``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` t
 ``bench alloc`` runs only the KV-allocator benchmark (radixbench's allocators against sglang's)
 and prints (``--markdown``: writes) its section with the machine details. ``bench sim`` times the
 simulator and prints each figure as it comes (``--markdown``: its section of the file).
+``bench served`` times radixbench's evictors and matchers against sglang 0.5.23's Rust and
+Python tree cores and legacy ``RadixCache`` in one process and prints one table and the status
+of issue 21's targets (its rows also in ``--out``/``bench_served.csv``; ``--markdown``: its
+section of the file). Every target measures the calibration figure of
+:mod:`radixbench.bench.calibration` in the same run, prints it (``cache`` / ``alloc``: in their
+report's Machine section) and gives its figures also as multiples of it.
 Argument parsing and printing only: the benchmarks are :mod:`radixbench.bench`.
 """
 
@@ -18,8 +24,12 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radixbench.harness.cli.util import DefaultsFormatter, Parser, positive_int
+
+if TYPE_CHECKING:
+    from radixbench.bench.calibration import Calibration
 
 # The benchmarks (torch, pandas, matplotlib) are imported when the command runs.
 
@@ -31,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     targets = b.add_subparsers(
-        dest="target", metavar="{cache,alloc,sim}", required=True, parser_class=Parser
+        dest="target", metavar="{cache,alloc,sim,served}", required=True, parser_class=Parser
     )
     fmt = DefaultsFormatter
     cache = targets.add_parser(
@@ -40,7 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     alloc = targets.add_parser(
         "alloc", formatter_class=fmt, help="the KV allocators: radixbench's vs sglang's"
     )
-    for p in (cache, alloc):
+    served = targets.add_parser(
+        "served",
+        formatter_class=fmt,
+        help="radixbench's evictors and matchers vs sglang 0.5.23's Rust core, Python core and "
+        "legacy RadixCache, one process",
+    )
+    for p in (cache, alloc, served):
         p.set_defaults(func=run)
         p.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
         p.add_argument(
@@ -90,17 +106,60 @@ def run(args: argparse.Namespace) -> int:
         return _run_sim(args)
     if args.target == "alloc":
         return _run_alloc(args)
+    if args.target == "served":
+        return _run_served(args)
     return _run_cache(args)
 
 
-def _alloc_section(args: argparse.Namespace) -> str:
+def _calibrate(echo: bool = True) -> Calibration:
+    """Measure the run's calibration figure; print it when ``echo`` (``bench cache`` and
+    ``bench alloc`` print it in their report's Machine section instead)."""
+    from radixbench.bench.calibration import calibrate
+
+    cal = calibrate()
+    if echo:
+        print(cal.line(), flush=True)
+    return cal
+
+
+def _run_served(args: argparse.Namespace) -> int:
+    """``radixbench bench served``: the table and the targets' status, printed (``--markdown``:
+    also written into its section of the file)."""
+    from radixbench.bench.benchmarks_md import SERVED_END, SERVED_START, write_section
+    from radixbench.bench.served import ServedSpec, run_served
+    from radixbench.bench.served_report import markdown, table, target_lines, write_rows
+    from radixbench.harness.experiments.rundir import environment
+
+    spec = ServedSpec.quick() if args.quick else ServedSpec()
+    if args.reps:
+        spec = dataclasses.replace(spec, reps=args.reps)
+    env = environment()
+    print(f"machine: {env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    cal = _calibrate()
+    rows, skipped = run_served(spec)
+    write_rows(rows, args.out)
+    for impl, why in skipped.items():
+        print(f"not loaded: {impl}: {why}")
+    print(table(rows, cal))
+    print()
+    print("\n".join(f"target: {t}" for t in target_lines(rows)))
+    if args.markdown:
+        cmd = "make bench" if not args.quick else "radixbench bench served --quick"
+        write_section(
+            args.markdown, markdown(rows, skipped, cal, env, cmd), SERVED_START, SERVED_END
+        )
+        print(f"wrote the SGLang as served section of {args.markdown}")
+    return 0
+
+
+def _alloc_section(args: argparse.Namespace, cal: Calibration) -> str:
     """``bench alloc`` (quick with ``--quick``, ``--reps`` rounds) into ``--out``; its section."""
     from radixbench.bench.alloc import AllocBenchSpec, write_alloc_section
 
     spec = AllocBenchSpec.quick() if args.quick else AllocBenchSpec()
     if args.reps:
         spec = dataclasses.replace(spec, rounds=args.reps)
-    return write_alloc_section(spec, args.out)
+    return write_alloc_section(spec, args.out, cal)
 
 
 def _run_alloc(args: argparse.Namespace) -> int:
@@ -108,9 +167,10 @@ def _run_alloc(args: argparse.Namespace) -> int:
     from radixbench.bench.benchmarks_md import write_document
     from radixbench.harness.experiments.rundir import environment
 
-    section = _alloc_section(args)
+    cal = _calibrate(echo=False)
+    section = _alloc_section(args, cal)
     cmd = "radixbench bench alloc" + (" --quick" if args.quick else "")
-    text = alloc_document(section, cmd, environment())
+    text = alloc_document(section, cmd, environment(), cal)
     print(text)
     if args.markdown:
         write_document(args.markdown, text + "\n")
@@ -128,10 +188,11 @@ def _run_cache(args: argparse.Namespace) -> int:
     spec = BenchSpec.quick() if args.quick else BenchSpec()
     if args.reps:
         spec = dataclasses.replace(spec, reps=args.reps)
+    cal = _calibrate(echo=False)
     df = run_cache_bench(spec, args.out)
-    alloc_md = _alloc_section(args)
+    alloc_md = _alloc_section(args, cal)
     cmd = "make bench" if not args.quick else "radixbench bench cache --quick"
-    text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md)
+    text = report(df.replace({np.nan: None}), environment(), cmd, alloc_md, cal)
     print(text)
     if args.markdown:
         write_document(args.markdown, text + "\n")
@@ -154,6 +215,7 @@ def _run_sim(args: argparse.Namespace) -> int:
     requests = args.requests or (500 if quick else None)
     b = sim.SimBench(variant=args.variant, env=environment())
     print(f"machine: {b.env.get('cpu')}, {os.cpu_count()} cores", flush=True)
+    b.cal = _calibrate()
     if "trace" not in skip:
         reps = args.trace_reps or (1 if quick else 3)
         try:
@@ -167,14 +229,15 @@ def _run_sim(args: argparse.Namespace) -> int:
         print("\n".join(sim.lines(b)[:2]), flush=True)
     if "startup" not in skip:
         b.startup_s = [sim.time_startup() for _ in range(1 if quick else args.startup_reps)]
-        print(f"start-up to first simulated event: {sim.best_of(b.startup_s)}", flush=True)
+        print(f"start-up to first simulated event: {sim.best_of(b.startup_s, b.cal)}", flush=True)
     if "help" not in skip:
         b.help_s = sim.time_help(1 if quick else args.help_reps)
-        print(f"radixbench --help: {sim.best_of(b.help_s)}", flush=True)
+        print(f"radixbench --help: {sim.best_of(b.help_s, b.cal)}", flush=True)
     if "report" not in skip:
         demo = 100 if quick and args.demo_requests is None else args.demo_requests
         b.report_s, b.report_requests = sim.time_report(args.demo_run, demo)
-        print(sim.lines(b)[-1], flush=True)  # each figure printed once, as it comes
+        report = next(ln for ln in sim.lines(b) if ln.startswith("report writing"))
+        print(report, flush=True)  # each figure printed once, as it comes
     if args.markdown:
         cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
         write_section(args.markdown, markdown(b, cmd))

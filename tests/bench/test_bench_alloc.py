@@ -116,6 +116,7 @@ def test_bench_alloc_cli_writes_markdown_and_csv(
     text = md.read_text()
     assert text.startswith("# KV allocator benchmark") and "## Machine" in text
     assert "| allocator | op | per call | free list |" in text
+    assert "= 1 cal; numpy kernel" in text and "| radixbench cal | sglang cal |" in text
     assert capsys.readouterr().out.startswith("# KV allocator benchmark")
     df = pd.read_csv(tmp_path / "bench_alloc.csv")
     assert len(df) == 16 and set(df.free_list) == {"short", "long"}

@@ -7,6 +7,7 @@ the variants in the order they report (behaviour only, never timings)."""
 from __future__ import annotations
 
 import gc
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,10 @@ def test_bench_cache_quick_writes_report(tmp_path: Path, capsys: pytest.CaptureF
     assert "## evict(16), interleaved" in text
     assert "ratio to bytes== (memcmp)" in text and bench_timing.GC_METHOD in text
     assert "## KV allocators: radixbench vs sglang" in text  # bench alloc's section
+    # the run's calibration with the machine, every time table again in its unit
+    assert re.search(r"^- calibration \(this run, .* = 1 cal; numpy kernel", text, re.M)
+    assert text.count("the same medians in calibration units") == 4  # match, 2 x evict, insert
+    assert "| radixbench cal | sglang cal |" in text
     assert capsys.readouterr().out.startswith("# Cache microbenchmarks")
     names = [t[0] for t in targets(df)]
     assert len(names) == 8

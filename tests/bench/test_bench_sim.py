@@ -10,6 +10,7 @@ import pytest
 
 from radixbench.bench import sim as bench_sim
 from radixbench.bench.benchmarks_md import END, START, write_section
+from radixbench.bench.calibration import Calibration
 from radixbench.harness.cli import main
 
 
@@ -19,13 +20,15 @@ def test_bench_sim_on_a_tiny_trace_prints_the_trace_and_help_figures(capsys) -> 
     out = capsys.readouterr().out
     assert code == 0, out
     m = re.search(
-        r"whole trace: 20 requests, .* cpu ([\d.]+) s \(best of 2 fresh processes: "
+        r"whole trace: 20 requests, .* cpu ([\d.]+) s \(= [\d.e+-]+ cal\) \(best of 2 fresh "
+        r"processes: "
         r"([\d.]+), ([\d.]+) s\), .* ([\d,]+) events per cpu s",
         out,
     )
     assert m and float(m[1]) == min(float(m[2]), float(m[3])) > 0, out
     assert int(m[4].replace(",", "")) > 0, out
-    assert re.search(r"radixbench --help: [\d.]+ s wall", out)
+    assert re.search(r"radixbench --help: [\d.]+ s wall \(= [\d.e+-]+ cal\)", out)
+    assert re.search(r"^calibration \(this run, .* = 1 cal;", out, re.M)
     assert "start-up" not in out and "report writing" not in out
 
 
@@ -42,13 +45,16 @@ def test_bench_sim_prints_every_figure_and_writes_its_section(tmp_path: Path, ca
     out = capsys.readouterr().out
     assert code == 0, out
     m = re.search(
-        r"whole trace: 20 requests, .* cpu ([\d.]+) s \(best of 3 fresh processes: [\d., ]+ s\), "
+        r"whole trace: 20 requests, .* cpu ([\d.]+) s \(= [\d.e+-]+ cal\) \(best of 3 fresh "
+        r"processes: [\d., ]+ s\), "
         r"wall ([\d.]+) s, ([\d,]+) events",
         out,
     )
     assert m and float(m[1]) > 0 and int(m[3].replace(",", "")) > 0, out
     assert re.search(r"[\d,]+ events per cpu s", out)
-    assert re.search(r"start-up to first simulated event: [\d.]+ s wall \(best of 2;", out)
+    assert re.search(
+        r"start-up to first simulated event: [\d.]+ s wall \(= [\d.,e+-]+ cal\) \(best of 2;", out
+    )
     assert re.search(r"radixbench --help: [\d.]+ s wall", out)
     assert re.search(r"report writing \(demo run, 8 requests", out)
     text = md.read_text(encoding="utf-8")
@@ -73,6 +79,10 @@ def test_skip_leaves_a_figure_out(fig: str) -> None:
     b = bench_sim.SimBench(requests=3, trace_cpu_s=1.0, trace_wall_s=1.0, events=10)
     b.startup_s, b.help_s, b.report_s = [0.5], [0.2], 1.0
     assert len(bench_sim.lines(b)) == 5
+    b.cal = Calibration(python_ns=5e6, numpy_ns=3e6, samples=1)
+    lines = bench_sim.lines(b)
+    assert len(lines) == 6 and lines[-1].startswith("calibration (this run")
+    assert "cpu 1.00 s (= 200 cal)" in lines[0] and "0.50 s wall (= 100 cal)" in lines[2]
     b.report_s = None
     assert not any("report" in x for x in bench_sim.lines(b))
 

@@ -1,7 +1,8 @@
 """The served-cache implementations (``sglang``, ``sglang-python``, ``sglang-legacy``): specs,
-what ``ImplInfo`` reports, user subclasses of either class, one-line errors, guarded unlocks,
-per-cache clocks (caches of one process interleave without perturbing each other) and the
-Rust core's ``TreeShadow`` against the Python core's own nodes."""
+what ``ImplInfo`` reports (the tree core each cache built), user subclasses of either class,
+one-line errors, guarded unlocks, per-cache clocks (caches of one process interleave without
+perturbing each other) and the Rust core's ``TreeShadow`` against the Python core's own
+nodes."""
 
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ class MyLegacy(RadixCache):
 
 class NotACache:
     pass
+"""
+CUSTOM_COMPONENT = """
+from dataclasses import replace
+
+from sglang.srt.mem_cache.unified_cache.component_type import ComponentType
+from sglang.srt.mem_cache.unified_cache.components.full import FullComponent
+from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache
+
+
+class MyFull(FullComponent):
+    pass
+
+
+class CustomFull(UnifiedRadixCache):
+    def __init__(self, params):
+        override = {ComponentType.FULL: MyFull}
+        super().__init__(replace(params, component_registry_override=override))
 """
 
 
@@ -82,6 +100,22 @@ def test_user_subclasses_pick_their_adapter(tmp_path) -> None:
         with pytest.raises(ImplError) as info:
             resolve(bad)
         assert bad in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_core_a_subclass_built_is_reported(tmp_path) -> None:
+    """A custom component makes SGLang build the Python core (``tree_core_registry.py:53``)
+    even where the load chose Rust: the cache reports the core it built, with SGLang's reason,
+    and reads its nodes directly (no Rust shadow)."""
+    path = tmp_path / "custom.py"
+    path.write_text(CUSTOM_COMPONENT)
+    cache = build(f"sglang:{path}:CustomFull")
+    info = cache.info()
+    assert info.tree_core == "python" and not cache.rust
+    assert "custom components require the Python TreeCore" in info.tree_core_reason
+    assert f"the load chose {resolve('sglang').info.tree_core}" in info.tree_core_reason
+    assert build("sglang").info().tree_core == resolve("sglang").info.tree_core
+    put(cache, [1, 2, 3])
+    assert cache.tree_stats() == (1, 3, 1) and cache.evict(3).num_evicted == 3
 
 
 @pytest.mark.parametrize("spec", ["sglang", "sglang-python"])
