@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -97,10 +98,11 @@ def plot_hicache_study(
             err = np.abs(np.vstack([y - df[f"{m}_lo"], df[f"{m}_hi"] - y]))
             ax.errorbar(pos + (k - 1) * 0.12, y, yerr=err, fmt="o-", ms=4, capsize=2, label=label)
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set_title(str(meta["sweeps"][name][0]), fontsize=9)
+        ax.set_title(textwrap.fill(str(meta["sweeps"][name][0]), 45), fontsize=9)
         ax.set_xticks(pos, _labels(df), fontsize=8, rotation=20)
         ax.set_ylabel("ratio vs device-only (> 1: HiCache better)", fontsize=8)
-        ax.legend(fontsize=7)
+        if j == 0:  # one legend per row: the panels share their series
+            ax.legend(fontsize=7)
         bx = fig.add_subplot(grid[1, j])
         bottom = np.zeros(len(df))
         for tier, color in _TIERS:
@@ -111,7 +113,8 @@ def plot_hicache_study(
         bx.set_xticks(pos, _labels(df), fontsize=8, rotation=20)
         bx.set_ylabel("prefix hit tokens / input tokens", fontsize=8)
         bx.set_ylim(0, 1)
-        bx.legend(fontsize=7, loc="upper left")
+        if j == 0:
+            bx.legend(fontsize=7, loc="upper left")
     cx = fig.add_subplot(grid[2, :])
     c = meta["crossover"]
     gs = np.geomspace(0.25, 50, 200)
