@@ -1,6 +1,9 @@
-"""``radixbench study eviction|matching|FILE``: where an algorithm change matters.
+"""``radixbench study eviction|matching|hicache|FILE``: where an algorithm change matters.
 
-Runs the study's points (the quantity the algorithm's cost scales with: evictable leaves, or
+A study file of family ``hicache`` (``study hicache``: host pool ratio, write policy, storage
+bandwidth, prefetch policy against the device-only cache; where an L3 hit becomes slower than
+recompute) runs :mod:`radixbench.harness.experiments.study_hicache` instead. Runs the study's
+points (the quantity the algorithm's cost scales with: evictable leaves, or
 matched length) on Dask under the coupled clock, and writes a run folder with the plot, the
 points table and ``study.md`` (verdict, crossover). Study files:
 :mod:`radixbench.harness.config.study`; the run: :mod:`radixbench.harness.experiments.study`.
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from radixbench.harness.cli.scenario_args import add_set_argument
 
@@ -24,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
     p.add_argument(
         "study",
-        help="bundled study (eviction, matching) or a study TOML file",
+        help="bundled study (eviction, matching, hicache) or a study TOML file",
     )
     p.add_argument(
         "--quick",
@@ -51,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from radixbench.harness.cli.scenario_args import set_overrides
     from radixbench.harness.cli.util import UsageError, check_scheduler
     from radixbench.harness.config.study import load_study
+    from radixbench.harness.config.study_hicache import is_hicache_study
     from radixbench.harness.experiments.study import run_study
 
     check_scheduler(args.scheduler)
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     extra = set_overrides(args.set)
     if "variants.impls" in extra:
         raise UsageError("--set variants.impls: compare implementations with --impl")
+    if is_hicache_study(args.study):
+        return _run_hicache(args, extra)
     spec = load_study(args.study, quick=args.quick)
     if args.impl:
         from radixbench.harness.config.impl import ImplError
@@ -77,9 +84,30 @@ def run(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
         extra=extra or None,
     )
+    _print(outcome)
+    return 0
+
+
+def _run_hicache(args: argparse.Namespace, extra: dict) -> int:
+    """``study hicache`` (a study file of family ``hicache``): its sweeps, no ``--impl``."""
+    from radixbench.harness.cli.util import UsageError
+    from radixbench.harness.config.study_hicache import load_hicache_study
+    from radixbench.harness.experiments.study_hicache import run_hicache_study
+
+    if args.impl:
+        raise UsageError("--impl: a hicache study compares HiCache settings, not implementations")
+    study = load_hicache_study(args.study, quick=args.quick)
+    if extra:
+        study.check_overrides(extra)
+    progress = False if args.no_progress else None
+    _print(run_hicache_study(study, args.out, args.scheduler, args.workers, progress, extra))
+    return 0
+
+
+def _print(outcome: Any) -> None:
+    """The verdict lines and the paths of a finished study."""
     for line in outcome.summary["verdicts"]:
         print(line.replace("**", ""))
     print(f"\nstudy: {outcome.summary['study_md']}")
     print(f"plot: {outcome.summary['plot']}")
     print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")
-    return 0
