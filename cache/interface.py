@@ -16,8 +16,9 @@ results returned, not side effects) and on ``BasePrefixCache`` (``mem_cache/base
 * ``walk()`` gives the tree's shape as node ids (for the ``dfs-weight`` waiting-queue order);
   ``held_slots()`` the KV slots the tree holds (for the KV-pool accounting);
 * ``take_actions()`` is the outlet for what a cache asks of the world around it — KV events
-  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``) and tier transfers (HiCache
-  backup, load-back, prefetch). No built-in implementation emits any yet: it returns ``[]``;
+  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, :mod:`radixbench.cache.
+  kv_events`, when the cache's ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and
+  tier transfers (HiCache backup, load-back, prefetch: none yet);
 * ``instrument(timer)`` lets the implementation put the timer around its own operations, once,
   where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly).
 
@@ -82,14 +83,26 @@ class EvictResult(NamedTuple):
     victims: list[int]
 
 
-@dataclass(frozen=True, slots=True)
 class CacheAction:
     """Something a cache asks of the world around it, drained by ``take_actions``: a KV event
-    or a tier transfer. ``kind`` names it (e.g. ``BlockStored``); ``fields`` carries its data
-    (page hashes, token counts, tiers...). Subclassed by the features that emit them."""
+    or a tier transfer. Subclassed (as dataclasses) by the features that emit them — the KV
+    events ``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared`` of
+    :mod:`radixbench.cache.kv_events`. ``kind`` names it (the class name); ``fields`` carries
+    its data (the dataclass fields: page hashes, tokens, tiers...)."""
 
-    kind: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        import dataclasses
+
+        if not dataclasses.is_dataclass(self):
+            return {}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclass(frozen=True)
