@@ -16,7 +16,7 @@ import pandas as pd
 
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
 from radixbench.harness.cli.util import UsageError
-from radixbench.harness.experiments.compare import CompareSpec, run_compare
+from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec, run_compare
 from radixbench.reports.axes import AXES
 from radixbench.reports.record import RunMeta
 from radixbench.sim.config import Variant
@@ -42,6 +42,13 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         help="where the KV pool and batch tensors live (auto: cuda when present)",
     )
     c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
+    c.add_argument(
+        "--kv-events",
+        type=Path,
+        metavar="FILE",
+        help="write every variant's KV events (BlockStored / BlockRemoved / AllBlocksCleared) "
+        "to FILE, one JSON line per published batch with variant, instance and simulated time",
+    )
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -57,6 +64,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         device=args.device,
         out=args.out,
         baseline=parse_baseline(getattr(args, "baseline", None), scenario.variants),
+        kv_events=getattr(args, "kv_events", None),
     )
 
 
@@ -70,6 +78,7 @@ def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, s
         "evictor": {v.evictor for v in variants if v.impl == "radixbench"},
         "matcher": {v.matcher for v in variants if v.impl == "radixbench"},
         "flatten": {v.flatten for v in variants},
+        "router": {dict(v.extra)["router"] for v in variants if "router" in dict(v.extra)},
     }
     out: dict[str, str] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -80,12 +89,14 @@ def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, s
             if not axes:
                 known = sorted(set().union(*have.values()))
                 raise UsageError(
-                    f"--baseline: {value!r} is no evictor, matcher or flatten of this run's "
-                    f"variants ({', '.join(known)})"
+                    f"--baseline: {value!r} is no evictor, matcher, flatten or router of this "
+                    f"run's variants ({', '.join(known)})"
                 )
             axis = axes[0]
         if axis not in have:
-            raise UsageError(f"--baseline: unknown axis {axis!r} (evictor, matcher, flatten)")
+            raise UsageError(
+                f"--baseline: unknown axis {axis!r} (evictor, matcher, flatten, router)"
+            )
         if value not in have[axis]:
             raise UsageError(
                 f"--baseline: {axis} {value!r} is not run (this run's {axis} values: "
@@ -99,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison; exit 0 if equivalent (or clock coupled), 1 if variants diverged."""
     spec = spec_from_args(args)
     outcome = run_compare(spec, progress=False if args.no_progress else None)
+    if spec.scenario.cluster is not None:
+        return _print_cluster(outcome)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
     # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
@@ -113,6 +126,27 @@ def run(args: argparse.Namespace) -> int:
         print("clock coupled: schedules depend on measured CPU time; equivalence not required")
         return 0
     return 0 if outcome.equivalence["ok"] else 1
+
+
+def _print_cluster(outcome: CompareOutcome) -> int:
+    """A cluster run's router table and answer; exit 0 (routers legitimately differ in prefix
+    hits: no equivalence is required)."""
+    report = outcome.report
+    cols = [
+        "router", "ttft_p50_s", "ttft_p90_s", "tpot_mean_s", "output_throughput",
+        "prefix_hit_rate", "load_imbalance", "route_p50_us", "route_p99_us",
+        "overloaded_instances",
+    ]  # fmt: skip
+    routers = report["routers"]
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(routers[[c for c in cols if c in routers]].round(4).to_string(index=False))
+    print(f"\nscenario: {outcome.meta.scenario}")
+    if outcome.meta.extra.get("kv_events_file"):
+        print(f"KV events: {outcome.meta.extra['kv_events_file']}")
+    wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
+    print(f"\nwall time {wall:.1f} s; report: {outcome.run_dir / 'report.md'}")
+    _print_answer(report)
+    return 0
 
 
 def _print_answer(report: dict) -> None:

@@ -5,9 +5,12 @@ Layout (documented in README.md): top-level ``description`` (one line, required)
 :data:`radixbench.workloads.sources.SOURCES`), ``[arrivals]``
 (:class:`radixbench.workloads.arrivals.Arrivals`), ``[cache]`` / ``[scheduler]`` (fields of
 :class:`radixbench.sim.config.SimConfig`, any field in either table, never both), ``[cost]``
-(fields of SimConfig's cost-model dataclass) and ``[variants]`` (``evictors``, ``matchers``,
+(fields of SimConfig's cost-model dataclass), ``[variants]`` (``evictors``, ``matchers``,
 ``flatten`` and ``impls`` lists; the run is the product evictors x matchers x flatten for the
-``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.config.impl`).
+``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.config.impl`)
+and ``[cluster]`` (fields of :class:`radixbench.cluster.spec.ClusterSpec`, with
+``[cluster.router_options.<router>]`` tables: N instances behind each listed router, every
+variant once per router with the axes ``router`` and ``instances``; no table: one server).
 
 Tables map onto the dataclasses by field introspection: key = field name, the value's type is
 checked against the field's annotation, unknown keys are refused, and the dataclass's own
@@ -46,7 +49,7 @@ __all__ = [
 DEFAULT_SCENARIO = "shared-prefix-serving"
 """The bundled scenario ``radixbench compare`` runs when given none."""
 
-_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants")
+_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants", "cluster")
 _DEFAULT_VARIANTS = {
     "evictors": ["heapify", "persistent-heap"],
     "matchers": ["linear", "galloping"],
@@ -71,6 +74,7 @@ class Scenario:
     variants: tuple[Variant, ...]
     on_bad_line: str = "error"
     base_dir: pathlib.Path | None = None
+    cluster: Any = None  # radixbench.cluster.spec.ClusterSpec | None
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -158,9 +162,52 @@ def parse_scenario(
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
     variants = _variants(_table(doc, "variants", file), file, sim.policy)
+    cluster = None
+    if "cluster" in doc:
+        from radixbench.cluster.spec import router_variants
+
+        cluster = _cluster(_table(doc, "cluster", file), file)
+        variants = router_variants(variants, cluster)
     return Scenario(
-        name, file, desc.strip(), seed, kind, params, arrivals, sim, variants, on_bad, base_dir
+        name,
+        file,
+        desc.strip(),
+        seed,
+        kind,
+        params,
+        arrivals,
+        sim,
+        variants,
+        on_bad,
+        base_dir,
+        cluster,
     )
+
+
+def _cluster(table: dict[str, Any], file: str) -> Any:
+    """The ``[cluster]`` table as a ``ClusterSpec`` (``ScenarioError`` naming
+    ``cluster.<key>``)."""
+    import typing
+
+    from radixbench.cluster.spec import ClusterError, ClusterSpec
+
+    hints = typing.get_type_hints(ClusterSpec)
+    kwargs: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in hints:
+            known = ", ".join(f.name for f in dataclasses.fields(ClusterSpec))
+            raise ScenarioError(file, f"cluster.{key}", f"unknown key; known: {known}")
+        if key == "router_options":
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ScenarioError(file, "cluster.router_options", "must be a table of tables")
+            kwargs[key] = value
+        else:
+            kwargs[key] = coerce(value, hints[key], f"cluster.{key}", file)
+    try:
+        return ClusterSpec(**kwargs)
+    except ClusterError as e:
+        key, _, reason = str(e).partition(": ")
+        raise ScenarioError(file, f"cluster.{key}", reason) from None
 
 
 def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
