@@ -126,6 +126,7 @@ class ClusterSim:
         self.view = view = _View(env, self.instances)
         self.rec = OpRecorder(lambda: float(env.now))
         self.routed: dict[int, int] = {}
+        self.predicted: dict[int, int] = {}
         self._on_request_done = on_request_done
         self._load_t: list[float] = []
         self._load: array = array("q")
@@ -166,6 +167,7 @@ class ClusterSim:
             rec.floats.append(float(env.now))
             rec.ints.extend((code, ns, tr.input_length, i, 0, 0, 0))
             self.routed[tr.rid] = i
+            self.predicted[tr.rid] = getattr(router, "predicted_tokens", -1)
             view.outstanding[i] += 1
             view.outstanding_tokens[i] += tr.input_length + tr.output_length
             view.processed[i] += 1
@@ -206,7 +208,9 @@ class ClusterSim:
 
     def result(self) -> VariantResult:
         """The run's tables (each with an ``instance`` column; the router's ``route`` rows
-        have instance -1) and metrics, with the cluster's own: ``instances``,
+        have instance -1; requests also ``predicted_hit_tokens``: the prefix the router expected
+        the chosen instance to hold, NaN where it made no prediction) and metrics, with the
+        cluster's own: ``router_<branch>`` decision counts (cache-aware), ``instances``,
         ``load_imbalance`` (time-weighted mean over decisions of max / mean outstanding),
         ``route_p50_us`` / ``route_p99_us`` (decision time), ``events_published`` /
         ``events_lost`` (batches). Checks every instance's KV pool first."""
@@ -216,6 +220,10 @@ class ClusterSim:
         done = [r for inst in self.instances for r in inst.done]
         reqs = _request_frame(name, done)
         reqs = self._with_instance(reqs, [self.routed[r] for r in reqs["rid"]])
+        pred = pd.Series(
+            [self.predicted[r] for r in reqs["rid"]], index=reqs.index, dtype="float64"
+        )
+        reqs["predicted_hit_tokens"] = pred.where(pred >= 0)
         steps = [
             self._with_instance(inst.sched.steps.frame(name), inst.index) for inst in self.instances
         ]
@@ -256,6 +264,7 @@ class ClusterSim:
             "route_p99_us": float(np.percentile(route, 99) / 1e3) if route.size else 0.0,
             "events_published": self.bus.published,
             "events_lost": self.bus.lost,
+            **{f"router_{k}": v for k, v in getattr(self.router, "stats", {}).items()},
         }
 
 

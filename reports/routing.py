@@ -120,6 +120,7 @@ def router_table(
                 "route_p50_us": float(row.get("route_p50_us", np.nan)),
                 "route_p99_us": float(row.get("route_p99_us", np.nan)),
                 "overloaded_instances": int(inst["overloaded"].sum()),
+                **_prediction(done),
             }
         )
     out = pd.DataFrame(rows)
@@ -143,6 +144,26 @@ def router_table(
         out["hit_regret_vs_oracle"] = hit
         out["ttft_p90_vs_oracle"] = ttft_ratio
     return out
+
+
+def _prediction(done: pd.DataFrame) -> dict[str, float]:
+    """How well the router knew what the chosen instance held, over the requests it made a
+    prediction for (``predicted_hit_tokens``): ``predicted_share`` of requests predicted,
+    ``overpredicted_share`` of those predicted beyond the prefix hit they got (by more than
+    0.5 % of the input), ``prediction_error``: mean |predicted - hit| / mean input tokens."""
+    if "predicted_hit_tokens" not in done or not len(done):
+        return {}
+    pred = done["predicted_hit_tokens"]
+    has = pred.notna()
+    if not has.any():
+        return {"predicted_share": 0.0}
+    p, hit = pred[has].to_numpy(np.float64), done.loc[has, "prefix_hit_tokens"].to_numpy(np.float64)
+    inp = done.loc[has, "input_len"].to_numpy(np.float64)
+    return {
+        "predicted_share": float(has.mean()),
+        "overpredicted_share": float(np.mean(p - hit > 0.005 * inp)),
+        "prediction_error": float(np.abs(p - hit).mean() / inp.mean()),
+    }
 
 
 def _throughput_ci(

@@ -72,7 +72,9 @@ class ClusterView(Protocol):
 
 class Router(Protocol):
     """A routing policy. ``name``: its registry name; ``needs_tokens``: ``route`` reads
-    ``req.tokens`` (else they are not made); ``needs_events``: fed by KV events."""
+    ``req.tokens`` (else they are not made); ``needs_events``: fed by KV events. A policy that
+    predicts the prefix the chosen instance holds sets ``predicted_tokens`` after each
+    ``route`` (tokens; -1: no prediction made), which the run records per request."""
 
     name: str
     needs_tokens: bool

@@ -76,6 +76,7 @@ class CacheAware:
         self.tree = ApproxTree(options.page)
         self.next_eviction = options.eviction_interval_secs
         self.stats = {"imbalanced": 0, "hit": 0, "miss": 0}
+        self.predicted_tokens = -1
 
     def _imbalanced(self, view: ClusterView) -> bool:
         lo, hi = min(view.outstanding), max(view.outstanding)
@@ -90,6 +91,7 @@ class CacheAware:
                 self.next_eviction += o.eviction_interval_secs
         keys = array("Q")
         keys.frombytes(prefix_keys(req.tokens, o.page).tobytes())
+        self.predicted_tokens = -1
         if self._imbalanced(view):
             self.stats["imbalanced"] += 1
             chosen = least_loaded(view)
@@ -99,6 +101,7 @@ class CacheAware:
             if rate > o.cache_threshold and tenant is not None:
                 self.stats["hit"] += 1
                 chosen = tenant
+                self.predicted_tokens = matched
             else:
                 self.stats["miss"] += 1
                 if o.miss == "smallest-tree":

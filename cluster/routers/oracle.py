@@ -45,6 +45,7 @@ class Oracle:
         self.slack = options.slack
         self.page = page_size
         self.index = BlockIndex(n)
+        self.predicted_tokens = -1
 
     def on_events(self, instance: int, events: Sequence[Any]) -> None:
         self.index.apply(instance, events)
@@ -57,6 +58,7 @@ class Oracle:
         cands = [i for i in range(view.n) if view.outstanding[i] <= cap]
         held = self.index.prefix_blocks(engine_block_ids(req.tokens, self.page))
         best = max(held[i] for i in cands)
+        self.predicted_tokens = best * self.page
         if best == 0:
             return least_loaded(view, cands)
         return least_loaded(view, [i for i in cands if held[i] == best])

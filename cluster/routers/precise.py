@@ -75,6 +75,7 @@ class Precise:
         self.index = BlockIndex(n)
         self.rng = np.random.default_rng(seed)
         self.overlap: list[int] = [0] * n
+        self.predicted_tokens = -1
 
     def on_events(self, instance: int, events: Sequence[Any]) -> None:
         self.index.apply(instance, events)
@@ -86,8 +87,11 @@ class Precise:
         ids = engine_block_ids(req.tokens, self.page)
         self.overlap = self.index.prefix_blocks(ids)
         if self.opt.scorer == "dynamo":
-            return self._dynamo(len(ids), view)
-        return self._llmd(len(ids), view)
+            chosen = self._dynamo(len(ids), view)
+        else:
+            chosen = self._llmd(len(ids), view)
+        self.predicted_tokens = self.overlap[chosen] * self.page
+        return chosen
 
     def _llmd(self, blocks: int, view: ClusterView) -> int:
         o, n = self.opt, view.n

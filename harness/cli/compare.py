@@ -141,6 +141,12 @@ def _print_cluster(outcome: CompareOutcome) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(routers[[c for c in cols if c in routers]].round(4).to_string(index=False))
     print(f"\nscenario: {outcome.meta.scenario}")
+    ceil = outcome.meta.hit_rate_ceiling or {}
+    best = float(routers["prefix_hit_rate"].max()) if len(routers) else float("nan")
+    print(
+        f"prefix hit rate: best router {best:.3f} | infinite-cache ceiling "
+        f"{ceil.get('all', float('nan')):.3f} (last half {ceil.get('last_half', float('nan')):.3f})"
+    )
     if outcome.meta.extra.get("kv_events_file"):
         print(f"KV events: {outcome.meta.extra['kv_events_file']}")
     wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s

@@ -1,9 +1,10 @@
-"""``radixbench study eviction|matching|FILE``: where an algorithm change matters.
+"""``radixbench study eviction|matching|routing|FILE``: where an algorithm change matters.
 
 Runs the study's points (the quantity the algorithm's cost scales with: evictable leaves, or
-matched length) on Dask under the coupled clock, and writes a run folder with the plot, the
-points table and ``study.md`` (verdict, crossover). Study files:
-:mod:`radixbench.harness.config.study`; the run: :mod:`radixbench.harness.experiments.study`.
+matched length; for ``routing`` the instance count and the load per instance) on Dask, and
+writes a run folder with the plot, the points table and ``study.md`` (verdict, crossover).
+Study files: :mod:`radixbench.harness.config.study` (routing: ``config.study_routing``); the
+run: :mod:`radixbench.harness.experiments.study` (routing: ``experiments.study_routing``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
     p.add_argument(
         "study",
-        help="bundled study (eviction, matching) or a study TOML file",
+        help="bundled study (eviction, matching, routing) or a study TOML file",
     )
     p.add_argument(
         "--quick",
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be > 0, got {args.workers}")
     extra = set_overrides(args.set)
+    from radixbench.harness.config.study_routing import is_routing_study
+
+    if is_routing_study(args.study):
+        return _run_routing(args, extra)
     spec = load_study(args.study, quick=args.quick)
     if extra:  # validate the overrides on every point before starting the cluster
         spec.check_overrides(extra)
@@ -64,6 +69,34 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in outcome.summary["verdicts"]:
         print(line.replace("**", ""))
+    print(f"\nstudy: {outcome.summary['study_md']}")
+    print(f"plot: {outcome.summary['plot']}")
+    print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")
+    return 0
+
+
+def _run_routing(args: argparse.Namespace, extra: dict) -> int:
+    """A routing study (``family = "routing"``): points of instances x load."""
+    from radixbench.harness.config.study_routing import load_routing_study
+    from radixbench.harness.experiments.study_routing import run_routing_study
+
+    spec = load_routing_study(args.study, quick=args.quick)
+    if extra:
+        spec.check_overrides(extra)
+    outcome = run_routing_study(
+        spec,
+        args.out,
+        args.scheduler,
+        args.workers,
+        progress=False if args.no_progress else None,
+        extra=extra or None,
+    )
+    cols = ["load", "instances", "router", "ttft_p90_s", "output_throughput", "prefix_hit_rate",
+            "ttft_p90_ratio", "throughput_ratio", "overloaded_instances"]  # fmt: skip
+    print(outcome.points[cols].round(3).to_string(index=False))
+    print()
+    for line in outcome.summary["lines"]:
+        print(line)
     print(f"\nstudy: {outcome.summary['study_md']}")
     print(f"plot: {outcome.summary['plot']}")
     print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")

@@ -14,7 +14,12 @@ the variants and the seeds::
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
     impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten x seed only
+    routers = ["round-robin", "precise"]   # optional: a cluster cell per router (default: the
+                                           # scenario's [cluster] routers, if it has any)
     seeds = [0]                            # also accepted at the top level
+
+A grid over a cluster varies ``cluster.instances`` (and the load, e.g. ``arrivals.rate_scale``)
+in ``[grid]``: routers x instances x load cells, each one router's cluster run.
 
 Every cell is validated by loading its scenario with its overrides, so an unknown key, a wrong
 type or an impossible value fails before any work starts. A cell is keyed by a content hash of
@@ -45,7 +50,7 @@ from radixbench.harness.config.scenario import (
 from radixbench.sim.config import Variant
 
 _TOP_KEYS = {"description", "scenario", "base", "grid", "variants", "seeds"}
-_VARIANT_KEYS = {"evictors", "matchers", "flatten", "impls", "seeds"}
+_VARIANT_KEYS = {"evictors", "matchers", "flatten", "impls", "routers", "seeds"}
 
 
 class GridError(ValueError):
@@ -88,8 +93,9 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def overrides(self) -> dict[str, Any]:
-        """Scenario overrides of this cell: base, then params, then variant and seed."""
-        return {
+        """Scenario overrides of this cell: base, then params, then variant (its router, for a
+        cluster cell) and seed."""
+        out = {
             **self.base,
             **self.params,
             "variants.evictors": [self.variant.evictor],
@@ -98,12 +104,21 @@ class Cell:
             "variants.impls": [self.variant.impl],
             "seed": self.seed,
         }
+        router = dict(self.variant.extra).get("router")
+        if router is not None:
+            out["cluster.routers"] = [router]
+        return out
 
     def load(self) -> Scenario:
         """The cell's scenario, validated (``ScenarioError`` on a bad key or value), running
-        exactly the cell's variant (its impl label as the grid assigned it)."""
+        exactly the cell's variant (its impl label as the grid assigned it; a cluster cell's
+        variant gets the ``instances`` axis of its scenario)."""
         scenario = load_scenario(self.scenario, self.overrides())
-        return dataclasses.replace(scenario, variants=(self.variant,))
+        variant = self.variant
+        if scenario.cluster is not None:
+            extra = (*variant.extra, ("instances", str(scenario.cluster.instances)))
+            variant = dataclasses.replace(variant, extra=extra)
+        return dataclasses.replace(scenario, variants=(variant,))
 
 
 @dataclass(frozen=True)
@@ -137,6 +152,16 @@ def _scenario_flatten(scenario: bytes) -> list[str]:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
         return ["chain"]
     return v if isinstance(v, list) and v and all(isinstance(x, str) for x in v) else ["chain"]
+
+
+def _scenario_routers(ref: str, base: dict[str, Any]) -> list[str]:
+    """The routers of the base scenario's ``[cluster]`` (with the grid's base overrides), or
+    ``[]`` for a one-server scenario (or one that cannot be loaded: the cells report that)."""
+    try:
+        cluster = load_scenario(ref, base).cluster
+    except ValueError:
+        return []
+    return list(cluster.routers) if cluster is not None else []
 
 
 def _names(vtab: dict[str, Any], key: str, default: list[str], where: str) -> list[str]:
@@ -207,6 +232,16 @@ def load_grid(path: Path) -> Grid:
         variants = impl_variants(impls, evictors, matchers, flattens)
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
+    if "routers" in vtab:
+        routers = _names(vtab, "routers", [], where)
+    else:
+        routers = _scenario_routers(ref, base)
+    if routers:
+        variants = [
+            dataclasses.replace(v, extra=(*v.extra, ("router", r)))
+            for v in variants
+            for r in routers
+        ]
     cells = []
     for combo in itertools.product(*axes.values()):
         params = dict(zip(axes, combo, strict=True))
