@@ -45,5 +45,5 @@ def test_routers_default_to_the_scenario_cluster(tmp_path: Path) -> None:
     routers = {dict(c.variant.extra)["router"] for c in load_grid(path).cells}
     assert routers == {"random", "precise"}
     path.write_text(GRID.replace('"cache-aware"]', '"nope"]'))
-    with pytest.raises(GridError, match="cluster.routers"):
+    with pytest.raises(GridError, match=r"cluster\.routers"):
         load_grid(path)
