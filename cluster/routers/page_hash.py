@@ -31,8 +31,11 @@ _pow: list[np.ndarray] = [np.ones(1, np.uint64), np.ones(1, np.uint64)]
 
 
 def _page_weights(page: int) -> np.ndarray:
+    """int64 ``[page]``: odd weights (as int64 bit patterns: products and sums wrap mod 2**64
+    alike in signed and unsigned arithmetic)."""
     if page not in _weights:
-        _weights[page] = _RNG.integers(1, 1 << 63, size=page, dtype=np.uint64) * 2 + 1
+        w = _RNG.integers(1, 1 << 63, size=page, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        _weights[page] = w.view(np.int64)
     return _weights[page]
 
 
@@ -54,9 +57,9 @@ def prefix_keys(tokens: array | np.ndarray, page: int) -> np.ndarray:
     n = len(t) // page
     if n == 0:
         return np.empty(0, np.uint64)
-    pages = t[: n * page].astype(np.uint64).reshape(n, page)
+    pages = t[: n * page].reshape(n, page)  # a view: no copy of the tokens
     with np.errstate(over="ignore"):
-        p = (pages * _page_weights(page)).sum(axis=1, dtype=np.uint64) + np.uint64(1)
+        p = (pages @ _page_weights(page)).view(np.uint64) + np.uint64(1)
         fwd, inv = _powers(n)
         return fwd * np.cumsum(p * inv, dtype=np.uint64)
 

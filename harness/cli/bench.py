@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from radixbench.harness.cli.util import positive_int
+from radixbench.harness.cli.util import UsageError, csv_list, positive_int
 
 # The benchmarks (torch, pandas, matplotlib) are imported when the command runs.
 
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     b.set_defaults(func=run)
-    b.add_argument("target", choices=["cache", "alloc", "sim"], help="what to benchmark")
+    b.add_argument("target", choices=["cache", "alloc", "sim", "cluster"], help="what to benchmark")
     b.add_argument("--quick", action="store_true", help="small sizes: a smoke test (seconds)")
     b.add_argument("--reps", type=positive_int, help="interleaved repetitions per point")
     b.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plots")
@@ -56,6 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="",
         help="sim: comma list of figures to leave out: trace, startup, help, report",
     )
+    c = b.add_argument_group("bench cluster (also takes --requests)")
+    c.add_argument(
+        "--instances",
+        type=csv_list,
+        default=["1", "2", "4", "8"],
+        metavar="N[,N...]",
+        help="cluster: instance counts, each a run of the whole trace (1,2,4,8)",
+    )
+    c.add_argument("--router", default="cache-aware", help="cluster: the routing policy")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     on an unknown ``--skip`` figure)."""
     if args.target == "sim":
         return _run_sim(args)
+    if args.target == "cluster":
+        return _run_cluster(args)
     if args.target == "alloc":
         return _run_alloc(args)
     return _run_cache(args)
@@ -156,4 +167,22 @@ def _run_sim(args: argparse.Namespace) -> int:
         cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
         write_section(args.markdown, markdown(b, cmd))
         print(f"wrote the Simulator speed section of {args.markdown}")
+    return 0
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    """``bench cluster``: the whole trace on one server, then on N servers behind a router."""
+    from radixbench.bench.cluster import run_cluster_bench
+    from radixbench.cluster.routers import ROUTERS
+
+    if args.router not in ROUTERS:
+        raise UsageError(f"--router: unknown router {args.router!r}; known: {', '.join(ROUTERS)}")
+    try:
+        counts = [int(x) for x in args.instances]
+    except ValueError:
+        raise UsageError(f"--instances: expected counts, got {','.join(args.instances)}") from None
+    if not counts or min(counts) < 1:
+        raise UsageError(f"--instances: counts must be >= 1, got {','.join(args.instances)}")
+    result = run_cluster_bench(args.requests, counts, args.router)
+    print(result.table())
     return 0
