@@ -22,6 +22,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radixbench.harness.cli.cluster_args import (
+    add_cluster_arguments,
+    cluster_origins,
+    cluster_overrides,
+)
 from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
 
 if TYPE_CHECKING:
@@ -189,52 +194,7 @@ def add_scenario_arguments(
     add_set_argument(c)
     if simulation:
         _add_simulation_arguments(c)
-        _add_cluster_arguments(c)
-
-
-def _add_cluster_arguments(c: argparse.ArgumentParser) -> None:
-    """The cluster flags (``[cluster]`` keys, :class:`radixbench.cluster.spec.ClusterSpec`)."""
-    from radixbench.cluster.routers import ROUTERS
-
-    g = c.add_argument_group("cluster (N instances behind a router; the router is a variant axis)")
-    g.add_argument(
-        "--instances", type=positive_int, metavar="N", help="instances behind the router"
-    )
-    g.add_argument(
-        "--routers",
-        type=csv_list,
-        metavar="NAME[,NAME...]",
-        help=f"routing policies, one variant each: {', '.join(ROUTERS)}",
-    )
-    g.add_argument(
-        "--router-option",
-        action="append",
-        default=[],
-        metavar="ROUTER.KEY=VALUE",
-        help="a router's option, e.g. cache-aware.cache_threshold=0.5 (repeatable)",
-    )
-    g.add_argument(
-        "--event-delay",
-        type=float,
-        metavar="SECONDS",
-        help="simulated delay of KV events from an instance to the router (default 0)",
-    )
-    g.add_argument(
-        "--event-loss",
-        type=float,
-        metavar="P",
-        help="probability that a KV-event batch is lost on its way to the router (default 0)",
-    )
-    g.add_argument(
-        "--no-kv-events",
-        action="store_true",
-        help="instances emit no KV events (routers fed by them cannot run)",
-    )
-    g.add_argument(
-        "--couple-router-time",
-        action="store_true",
-        help="the router's measured decision time delays each request (enters TTFT)",
-    )
+        add_cluster_arguments(c)
 
 
 def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
@@ -304,7 +264,7 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, dest, None)
         if value is not None:
             out[key] = value
-    out.update(_cluster_overrides(args))
+    out.update(cluster_overrides(args))
     if chunk == -1:
         out["sim.chunked_prefill_size"] = None  # no chunking
     if args.window is not None:
@@ -312,27 +272,6 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "all", False):
         out["arrivals.max_requests"] = out["arrivals.window_s"] = None  # the whole trace
     out.update(set_overrides(args.set))
-    return out
-
-
-def _cluster_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """``--router-option``, ``--no-kv-events``, ``--couple-router-time`` as ``cluster.*``
-    overrides; :class:`UsageError` for a ``--router-option`` that is not ROUTER.KEY=VALUE."""
-    from radixbench.harness.config.overrides import parse_override
-
-    out: dict[str, Any] = {}
-    for text in getattr(args, "router_option", None) or []:
-        head, sep, _ = text.partition("=")
-        router, dot, key = head.strip().partition(".")
-        if not sep or not dot or not router or not key or "." in key:
-            raise UsageError(f"--router-option: expected ROUTER.KEY=VALUE, got {text!r}")
-        out[f"cluster.router_options.{router}.{key}"] = parse_override(
-            f"v={text[len(head) + 1 :]}"
-        )[1]
-    if getattr(args, "no_kv_events", False):
-        out["cluster.kv_events"] = False
-    if getattr(args, "couple_router_time", False):
-        out["cluster.couple_router_time"] = True
     return out
 
 
@@ -349,10 +288,6 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if getattr(args, d, None) is not None
     }
     origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
-    for key in _cluster_overrides(args):
-        if key.startswith("cluster.router_options."):
-            origins[key] = "--router-option"
-    if getattr(args, "no_kv_events", False) and "cluster.routers" not in origins:
-        origins["cluster.routers"] = "--no-kv-events"
+    origins.update(cluster_origins(args, origins))
     overrides = scenario_overrides(args)
     return load_scenario(args.scenario, overrides, trace=trace, origins=origins)

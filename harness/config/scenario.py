@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radixbench.harness.config.cluster_table import parse_cluster
 from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
@@ -166,7 +167,7 @@ def parse_scenario(
     if "cluster" in doc:
         from radixbench.cluster.spec import router_variants
 
-        cluster = _cluster(_table(doc, "cluster", file), file)
+        cluster = parse_cluster(_table(doc, "cluster", file), file)
         variants = router_variants(variants, cluster)
     return Scenario(
         name,
@@ -182,32 +183,6 @@ def parse_scenario(
         base_dir,
         cluster,
     )
-
-
-def _cluster(table: dict[str, Any], file: str) -> Any:
-    """The ``[cluster]`` table as a ``ClusterSpec`` (``ScenarioError`` naming
-    ``cluster.<key>``)."""
-    import typing
-
-    from radixbench.cluster.spec import ClusterError, ClusterSpec
-
-    hints = typing.get_type_hints(ClusterSpec)
-    kwargs: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in hints:
-            known = ", ".join(f.name for f in dataclasses.fields(ClusterSpec))
-            raise ScenarioError(file, f"cluster.{key}", f"unknown key; known: {known}")
-        if key == "router_options":
-            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-                raise ScenarioError(file, "cluster.router_options", "must be a table of tables")
-            kwargs[key] = value
-        else:
-            kwargs[key] = coerce(value, hints[key], f"cluster.{key}", file)
-    try:
-        return ClusterSpec(**kwargs)
-    except ClusterError as e:
-        key, _, reason = str(e).partition(": ")
-        raise ScenarioError(file, f"cluster.{key}", reason) from None
 
 
 def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
