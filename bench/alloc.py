@@ -36,19 +36,15 @@ import torch
 from radixbench.bench.timing import gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
-from radixbench.cache.sglang_loader import (
-    ModuleSet,
-    SGLangLoadError,
-    installed_dir,
-    load_modules,
-    read_version,
-)
+from radixbench.cache.sglang_finder import ModuleSet
+from radixbench.cache.sglang_modules import SGLangLoadError, load_modules
+from radixbench.cache.sglang_package import installed_dir, read_version
 from radixbench.reports.markdown import markdown_table
 
 Row = dict[str, object]
 
 #: SGLang's allocator modules, executed from the installed package by the one SGLang loader
-#: (``radixbench.cache.sglang_loader``), with what ``paged.py`` imports at module level for its
+#: (``radixbench.cache.sglang_modules``), with what ``paged.py`` imports at module level for its
 #: GPU paths, which ``alloc`` / ``free`` never call (the torch fallbacks need none), stubbed:
 #: triton kernels, the platform and ``sglang.srt.utils`` (whose ``__init__`` pulls in sglang's
 #: serving dependencies). ``get_bool_env_var`` keeps sglang's meaning (reads
@@ -91,12 +87,12 @@ class SGLangAllocators:
 
 def load_sglang_allocators() -> SGLangAllocators:
     """Execute sglang's allocator modules (:data:`ALLOCATOR_MODULES`) from the installed
-    package with the one SGLang loader (``sglang_loader.load_modules``: no package
+    package with the one SGLang loader (``sglang_modules.load_modules``: no package
     ``__init__``, ``sys.modules`` left as it was). Raises ``SGLangAllocatorsUnavailable``
     (the loader's one-line reason) when sglang is not installed or its files do not load."""
     try:
         pkg = installed_dir("sglang")
-        modules, _ = load_modules("sglang", pkg, ALLOCATOR_MODULES)
+        modules = load_modules("sglang", pkg, ALLOCATOR_MODULES).modules
     except SGLangLoadError as e:
         raise SGLangAllocatorsUnavailable(str(e).removeprefix("sglang: ")) from None
     version = read_version(pkg)[0] or "unknown version"

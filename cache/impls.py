@@ -71,16 +71,16 @@ def _sha256(path: Path) -> str:
 
 def radixbench_info() -> ImplInfo:
     """What radixbench's cache runs: the installed radixbench's version, the folder of
-    ``radixbench.cache`` and the sha256 of every module of it but the SGLang loader and
-    adapter and the implementation registry."""
+    ``radixbench.cache`` and the sha256 of every module of it but the SGLang loaders and
+    adapters (``sglang_*.py``), the implementation registry and the interface."""
     import radixbench.cache as pkg
 
     folder = Path(pkg.__file__ or "").parent
-    skip = {"sglang_adapter.py", "sglang_loader.py", "impls.py", "registry.py", "interface.py"}
+    skip = {"impls.py", "registry.py", "interface.py"}
     files = {
         f"radixbench/cache/{p.name}": _sha256(p)
         for p in sorted(folder.glob("*.py"))
-        if p.name not in skip
+        if p.name not in skip and not p.name.startswith("sglang_")
     }
     try:
         version = importlib.metadata.version("radixbench")
@@ -120,7 +120,7 @@ def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
     """Load an SGLang spec: ``(label, (adapter kind, load), info)``. Raises ``ValueError`` (one
     line naming the spec) for a missing package, path, core or class, an unsupported version,
     an import failure, or a CLASS that subclasses neither SGLang cache class."""
-    from radixbench.cache.sglang_loader import SGLangLoadError
+    from radixbench.cache.sglang_modules import SGLangLoadError
 
     name, path, user = _parse(spec, arg)
     core = SGLANG_IMPLS[name]
@@ -179,13 +179,11 @@ def _legacy_from_unified(
 
 
 def _info(kind: str, loaded: Any) -> ImplInfo:
+    from radixbench.cache.sglang_report import impl_info
+
     if kind == "served":
-        from radixbench.cache.sglang_served import served_info
-
-        return served_info(loaded)
-    from radixbench.cache.sglang_adapter import sglang_info
-
-    return sglang_info(loaded)
+        return impl_info(loaded, loaded.core, loaded.core_reason)
+    return impl_info(loaded)
 
 
 def _policy_error(handle: Any, policy: str) -> str | None:

@@ -35,8 +35,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from radixbench.reports.axes import VariantSet, references
+from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
+from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
@@ -72,6 +74,7 @@ class ReportResult(TypedDict):
     speedups: pd.DataFrame
     verdicts: pd.DataFrame
     answer: Answer
+    summary: list[str]
 
 
 def write_report(
@@ -148,6 +151,8 @@ def write_report(
             seed=seed if isinstance(seed, int) else 0,
             request_metrics=clock == "coupled",
         )
+        diverged = not equivalence.get("ok", True) and clock != "coupled"
+        diffs = behaviour_diff(requests, vs, base, n_resamples=n_resamples) if diverged else []
         ans = answer(
             verdicts,
             ops,
@@ -156,8 +161,13 @@ def write_report(
             loads=load_check(requests, timeseries, meta),
             metrics=metrics,
             clock=clock,
+            behaviour=behaviour_lines(diffs, meta.expect_divergence),
+            diverged=diverged,
         )
         verdicts = withhold(verdicts, ans.checks)
+        summary = summary_block(
+            verdicts, ans.checks, ans.serving, equivalence, meta, withhold(ans.stated, ans.checks)
+        )
         bar.update()
         bar.set_postfix_str("tables")
         tables = {
@@ -183,6 +193,7 @@ def write_report(
             speedups=speed,
             verdicts=verdicts,
             answer=ans,
+            summary=summary,
         )
         if render:
             frames = (requests, ops, timeseries, metrics)
@@ -258,6 +269,7 @@ def _render(
         verdicts=verdicts,
         metrics=metrics,
         answer=result["answer"],
+        summary=result["summary"],
     )
     bar.update()
     bar.set_postfix_str("report.html")

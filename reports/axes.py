@@ -25,13 +25,17 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-__all__ = ["AXES", "Pair", "VariantSet", "references"]
+__all__ = ["AXES", "REPLICA", "Pair", "VariantSet", "references"]
 
 #: Axis columns a run table may carry, in display order. A table has the ones its variants
 #: use; ``impl``, ``evictor``, ``matcher`` and ``flatten`` always.
 AXES: tuple[str, ...] = (
     "impl", "tree_core", "evictor", "matcher", "flatten", "hicache", "router", "instances",
+    "replica",
 )  # fmt: skip
+#: The A/A axis: a variant holding a value here (``2``) is a replica of the variant without
+#: one, run beside it to measure the noise floor; it pairs with that variant only.
+REPLICA = "replica"
 
 #: The implementation axis's default baseline, in order of preference.
 _IMPL_BASELINES = ("radixbench", "sglang")
@@ -123,9 +127,9 @@ class VariantSet:
 
     def varied(self) -> list[str]:
         """Axes on which the run's variants hold two or more values (``None`` not counted),
-        in :data:`AXES` order."""
+        in :data:`AXES` order; never :data:`REPLICA`."""
         out = []
-        for axis in self.axes:
+        for axis in (a for a in self.axes if a != REPLICA):
             vals = {self.value(n, axis) for n in self.names} - {None}
             if len(vals) > 1:
                 out.append(axis)
@@ -137,7 +141,7 @@ class VariantSet:
         axis no variant has is left out."""
         named = named or {}
         out: dict[str, str] = {}
-        for axis in self.axes:
+        for axis in (a for a in self.axes if a != REPLICA):
             vals = [v for n in self.names if (v := self.value(n, axis)) is not None]
             if not vals:
                 continue
@@ -155,7 +159,14 @@ class VariantSet:
         """The baseline partner of ``name`` on ``axis`` (see the module docstring), or
         ``None`` when ``name`` holds the baseline value there, lacks the axis, or no such
         variant ran."""
-        want, mine = baseline.get(axis), self.values.get(name, {})
+        mine = self.values.get(name, {})
+        if axis == REPLICA:  # a replica pairs with the variant it copies
+            if mine.get(REPLICA) is None:
+                return None
+            target = {**mine, REPLICA: None}
+            other = next((n for n in self.names if self.values[n] == target), None)
+            return None if other is None else Pair(axis, name, other)
+        want = baseline.get(axis)
         if want is None or mine.get(axis) in (None, want):
             return None
         if axis != "impl":

@@ -25,7 +25,7 @@ from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
 from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN
 
-__all__ = ["ISOLATED_NOTE", "Answer", "answer", "withhold"]
+__all__ = ["DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
 
 #: The sentence that replaces the serving-metric verdicts under the isolated clock.
 ISOLATED_NOTE = (
@@ -34,6 +34,15 @@ ISOLATED_NOTE = (
     "every variant runs the same schedule. Rerun with `--clock coupled` to measure the "
     "serving effect."
 )
+
+#: The sentence that replaces :data:`ISOLATED_NOTE` when the variants' prefix hits diverged.
+DIVERGED_NOTE = (
+    "Serving metrics (TTFT, TPOT, E2E) differ across variants because their cache behaviour "
+    "diverged (different prefix hits, so different prefills and schedules), not because of "
+    "the algorithms' speed; op timings above compare calls on different trees."
+)
+#: Appended to every op line of a run whose variants diverged.
+_DIVERGED_CAVEAT = " (caveat: the variants diverged, so these calls ran on different trees)"
 
 _PRIMARY = {"evictor": "evict ns", "matcher": "match_prefix ns", "flatten": "build_extend ns"}
 _UNITS = {"evictor": "calls", "matcher": "calls", "flatten": "batches", "impl": "calls"}
@@ -44,12 +53,14 @@ _REQUEST = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
 class Answer:
     """``load``: overload flags and the utilisation line (top of the report); ``headline``:
     one line per compared axis and candidate; ``serving``: the serving-effect lines;
-    ``checks``: the axis checks (axes not exercised are withheld from claims)."""
+    ``checks``: the axis checks (axes not exercised are withheld from claims); ``stated``: the
+    verdict rows the headline states (the PR summary's table)."""
 
     load: list[str]
     headline: list[str]
     serving: list[str]
     checks: dict[str, AxisCheck] = field(default_factory=dict)
+    stated: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def lines(self) -> list[str]:
@@ -65,7 +76,8 @@ def _x(r: float) -> str:
 
 
 def _compare(row: pd.Series, cand: str, base: str) -> str:
-    """``cand 4.5x faster than base [4.3-4.8]`` (or slower / no significant difference)."""
+    """``cand 4.5x faster than base [4.3-4.8]`` (or slower / no significant difference; an
+    interval that clears 1 but not the A/A noise floor says so)."""
     ratio, lo, hi = float(row["ratio"]), float(row["ci_low"]), float(row["ci_high"])
     ci = f"[{_x(lo)}–{_x(hi)}]"
     if row["verdict"] == "faster":
@@ -73,7 +85,28 @@ def _compare(row: pd.Series, cand: str, base: str) -> str:
     if row["verdict"] == "slower":
         inv = f"{_x(1 / ratio)}× slower" if ratio > 0 else "slower"  # ratio < 1: candidate slower
         return f"{cand} {inv} than {base} (ratio {_x(ratio)} {ci})"
-    return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci})"
+    floor = ""
+    aa_lo, aa_hi = float(row.get("aa_low", math.nan)), float(row.get("aa_high", math.nan))
+    if (lo > 1 or hi < 1) and not math.isnan(aa_lo):
+        floor = f"; inside the A/A noise floor [{_x(aa_lo)}–{_x(aa_hi)}]"
+    return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci}{floor})"
+
+
+def _noise_floor_line(verdicts: pd.DataFrame) -> list[str]:
+    """The A/A control's line: each op's interval of the baseline against its replica."""
+    aa = verdicts[(verdicts["axis"] == "replica") & verdicts["metric"].str.endswith(" ns")]
+    if aa.empty:
+        return []
+    parts = [
+        f"{str(r['metric']).removesuffix(' ns')} "
+        f"[{_x(float(r['ci_low']))}–{_x(float(r['ci_high']))}]"
+        for _, r in aa.iterrows()
+    ]
+    return [
+        f"Noise floor (A/A): {aa['baseline'].iloc[0]} timed against a replica of itself, "
+        f"interleaved like the others: {', '.join(parts)}; a difference is claimed only when "
+        "its interval clears both 1 and this one."
+    ]
 
 
 def _axis_label(variants: VariantSet, name: str, axis: str) -> str:
@@ -116,19 +149,28 @@ def answer(
     loads: Sequence[Load] = (),
     metrics: pd.DataFrame | None = None,
     clock: str = "isolated",
+    behaviour: Sequence[str] = (),
+    diverged: bool = False,
 ) -> Answer:
     """The :class:`Answer` of a run: ``verdicts`` from ``verdict_table`` (with its ``axis``
     column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis,
     ``variants`` the run's variants (their axis records), ``loads``
     from :func:`~radixbench.reports.diagnostics.load_check`, ``metrics`` the serving-metrics
-    table (``measured_cpu_s`` and ``duration_s`` used when present). Pure."""
+    table (``measured_cpu_s`` and ``duration_s`` used when present), ``behaviour``: the
+    lines of :func:`radixbench.reports.behaviour.behaviour_lines` (first, after the load) and
+    ``diverged``: whether the variants' prefix hits diverged (every op line then says so, and
+    the isolated-clock note is replaced by :data:`DIVERGED_NOTE`). Pure."""
     varied = variants.varied()
     axes = [
-        a for a in AXIS_OPS if a in varied or (not verdicts.empty and (verdicts["axis"] == a).any())
+        a
+        for a in AXIS_OPS
+        if a != "replica"  # the A/A control has a line of its own (the noise floor)
+        and (a in varied or (not verdicts.empty and (verdicts["axis"] == a).any()))
     ]
     checks = axis_checks(ops, axes)
     head: list[str] = []
     serving: list[str] = []
+    stated: list[pd.Series] = []
     for axis in axes:
         check = checks[axis]
         if not check.ok:
@@ -152,13 +194,15 @@ def answer(
                 if hit.empty:
                     continue
                 r = hit.iloc[0]
+                stated.append(r)
                 op = metric.removesuffix(" ns")
                 n_c, n_b = int(r["n_candidate"]), int(r["n_baseline"])
                 unit = _UNITS[axis]
                 n = f"{n_c:,} {unit} each" if n_c == n_b else f"{n_c:,} vs {n_b:,} {unit}"
                 condition = check.conditions.get(op, check.condition)
                 cond = f", {condition}" if condition else ""
-                head.append(f"{op}: {_compare(r, c_label, b_label)}, {n}{cond}.")
+                caveat = _DIVERGED_CAVEAT if diverged else ""
+                head.append(f"{op}: {_compare(r, c_label, b_label)}, {n}{cond}{caveat}.")
             own = mine[mine["metric"] == EVICT_OWN]
             if axis == "evictor" and not own.empty:
                 r = own.iloc[0]
@@ -177,10 +221,15 @@ def answer(
                             f"{label} p50: {_compare(req.iloc[0], c_label, b_label)}, "
                             f"{int(req.iloc[0]['n_candidate']):,} requests paired."
                         )
-    if clock != "coupled":
+    head += _noise_floor_line(verdicts)
+    if diverged:
+        serving.append(DIVERGED_NOTE)
+    elif clock != "coupled":
         serving.append(ISOLATED_NOTE)
+    if clock != "coupled":
         serving += _cpu_share(metrics)
-    return Answer(load_lines(loads), head, serving, checks)
+    rows = pd.DataFrame(stated) if stated else verdicts.iloc[0:0]
+    return Answer([*load_lines(loads), *behaviour], head, serving, checks, rows)
 
 
 def _free_p50(ops: pd.DataFrame, variant: str) -> float:

@@ -23,9 +23,10 @@ from radixbench.reports.markdown import format_cell
 from radixbench.reports.record import RunMeta
 from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
 
-__all__ = ["answer_html", "frame_html", "write_report_html"]
+__all__ = ["CSS", "answer_html", "frame_html", "write_report_html"]
 
-_CSS = """
+#: The inline style sheet of the HTML reports (report.html, diff.html).
+CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
@@ -150,7 +151,7 @@ def write_report_html(
     title = html.escape(str(meta.scenario))
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>radixbench report: {title}"
-        f"</title><style>{_CSS}</style></head><body>",
+        f"</title><style>{CSS}</style></head><body>",
         f"<h1>radixbench report: {title}</h1>",
         _equivalence_html(equivalence),
         answer_html(answer),

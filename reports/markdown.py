@@ -208,9 +208,12 @@ def write_report_md(
     verdicts: pd.DataFrame | None = None,
     metrics: pd.DataFrame | None = None,
     answer: Answer | None = None,
+    summary: list[str] | None = None,
 ) -> Path:
     """Write ``<run_dir>/report.md`` atomically and return its path.
 
+    ``summary``: the PR-comment block (:func:`radixbench.reports.pr_summary.summary_block`),
+    first, under a rule, so it can be copied whole.
     ``meta`` is rendered by :mod:`radixbench.reports.runmeta` (run fields, clock mode,
     config hash, environment block, hit-rate ceiling; all optional). ``equivalence`` has
     ``ok`` (bool), ``n_requests`` (int), ``variants`` (list of names) and ``first_diff``
@@ -232,6 +235,8 @@ def write_report_md(
             "(see [Equivalence](#equivalence-failed)).",
             "",
         ]
+    if summary:
+        lines += ["## Summary (for a PR comment)", "", *summary[1:], "", "---", ""]
     lines += answer_block(answer)
     achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
     ceiling = hit_rate_text(achieved, meta)

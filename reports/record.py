@@ -48,10 +48,13 @@ class RunMeta:
     <description>"``. ``variants``: one record per variant in the order run — ``name`` plus
     its axes (``impl``, ``evictor``, ``matcher``, ``flatten``, further axes; ``None`` where
     the implementation runs its own algorithm). ``baseline``: axis -> value the verdicts
-    compare against as the user named it (``--baseline``; ``None``: the defaults).
+    compare against as the user named it (``--baseline``; ``None``: the defaults);
+    ``expect_divergence``: the user expects the variants' prefix hits to differ (a policy
+    patch, ``--expect-divergence``): the report states the behaviour change, exit status 0.
     ``implementations``: the Implementations table's entries (label, spec, version, origin,
     class, files, reference...). ``hit_rate_ceiling`` / ``hit_rate_belady``: the bounds the
     report shows. ``spec``: the whole configuration as JSON (the config hash is over it).
+    ``command_line``: the words that reproduce the run (``radixbench compare ...``).
     ``extra``: further keys (a study point's, a sweep cell's), shown as run rows."""
 
     command: str = "compare"
@@ -68,6 +71,7 @@ class RunMeta:
     chunked_prefill_size: int | None = None
     cost_model: str | None = None
     baseline: dict[str, str] | None = None
+    expect_divergence: bool = False
     variants: list[dict[str, Any]] = field(default_factory=list)
     implementations: list[dict[str, Any]] = field(default_factory=list)
     hit_rate_ceiling: dict[str, Any] | None = None
@@ -79,6 +83,7 @@ class RunMeta:
     torch_threads: int | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     spec: dict[str, Any] | None = None
+    command_line: list[str] = field(default_factory=list)
     wall_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA

@@ -10,7 +10,8 @@ and the infinite-cache ceiling.
       config.json                  (written by the harness)
 
 every file atomically (:mod:`radixbench.reports._atomic`). :func:`text_table` is the same table
-for a terminal. Both read only DataFrames and the meta dict, never the simulator.
+for a terminal. Both read only DataFrames and the run record (``RunMeta``: the replay's own
+fields in ``extra``), never the simulator.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.markdown import pipe_table
+from radixbench.reports.record import RunMeta
 from radixbench.reports.tables import write_table
 
 __all__ = ["COUNTING_NOTE", "display_frame", "replay_markdown", "text_table", "write_replay_report"]
@@ -57,8 +59,11 @@ def _count(value: Any) -> str:
 def display_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """``summary`` for people: rates in percent (two decimals), counts with thousands
     separators ("–" where a row has none: Belady, the ceiling), readable column names."""
+    impls = summary["impl"] if "impl" in summary else pd.Series("", index=summary.index)
+    several = len(set(impls) - {""}) > 1
     return pd.DataFrame(
         {
+            **({"impl": impls} if several else {}),
             "policy": summary["policy"],
             "hit rate %": (100.0 * summary["hit_rate"]).round(2),
             "last half %": (100.0 * summary["hit_rate_last_half"]).round(2),
@@ -72,21 +77,21 @@ def display_frame(summary: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _settings(meta: Mapping[str, Any]) -> list[str]:
-    outputs = "included (as the simulator)" if meta.get("include_outputs") else "left out"
+def _settings(meta: RunMeta) -> list[str]:
+    x = meta.extra
+    outputs = "included (as the simulator)" if x.get("include_outputs") else "left out"
     return [
-        f"scenario: {meta.get('scenario', 'n/a')}",
-        f"requests: {meta.get('requests', 'n/a')} "
-        f"(prompt tokens: {meta.get('input_tokens', 'n/a')})",
-        f"KV capacity: {meta.get('kv_capacity_tokens', 'n/a')} tokens, page size "
-        f"{meta.get('page_size', 'n/a')}; output tokens {outputs}",
-        f"wall time: {meta.get('wall_s', 'n/a')} s (token ids {meta.get('tokens_s', 'n/a')} s, "
-        "shared by the policies)",
+        f"scenario: {meta.scenario}",
+        f"requests: {meta.requests} (prompt tokens: {x.get('input_tokens', 'n/a')})",
+        f"KV capacity: {meta.kv_capacity_tokens} tokens, page size {meta.page_size}; output "
+        f"tokens {outputs}",
+        f"wall time: {meta.wall_s} s (token ids {x.get('tokens_s', 'n/a')} s, shared by the "
+        "policies)",
     ]
 
 
-def _block_line(meta: Mapping[str, Any]) -> str | None:
-    blk = meta.get("block_ceiling")
+def _block_line(meta: RunMeta) -> str | None:
+    blk = meta.extra.get("block_ceiling")
     if not isinstance(blk, Mapping):
         return None
     return (
@@ -95,7 +100,7 @@ def _block_line(meta: Mapping[str, Any]) -> str | None:
     )
 
 
-def text_table(summary: pd.DataFrame, meta: Mapping[str, Any]) -> str:
+def text_table(summary: pd.DataFrame, meta: RunMeta) -> str:
     """The report's table and settings as plain text for a terminal."""
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         table = display_frame(summary).to_string(index=False)
@@ -106,7 +111,7 @@ def text_table(summary: pd.DataFrame, meta: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def replay_markdown(summary: pd.DataFrame, meta: Mapping[str, Any]) -> str:
+def replay_markdown(summary: pd.DataFrame, meta: RunMeta) -> str:
     """``replay.md``: settings, the table (percent of prompt tokens), Belady and counting notes."""
     parts = [
         "# Cache replay: prefix hit rate per eviction policy",
@@ -132,7 +137,7 @@ def replay_markdown(summary: pd.DataFrame, meta: Mapping[str, Any]) -> str:
 
 
 def write_replay_report(
-    run_dir: Path, summary: pd.DataFrame, requests: pd.DataFrame, meta: Mapping[str, Any]
+    run_dir: Path, summary: pd.DataFrame, requests: pd.DataFrame, meta: RunMeta
 ) -> dict[str, Path]:
     """Write ``summary`` and ``requests`` (Parquet + CSV) and ``replay.md`` into ``run_dir``,
     each atomically; returns name -> path (``replay_md``, ``summary``, ``requests``: the

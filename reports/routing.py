@@ -16,8 +16,9 @@ column says ``_ms`` / ``_us``; throughput in output tokens per simulated second.
 * :func:`router_verdicts` — each router against the baseline router (the first listed, or the
   one ``baseline["router"]`` names; pairs from :meth:`~radixbench.reports.axes.VariantSet.
   pairs` on the ``router`` axis): TTFT p90 ratio baseline / candidate (> 1: candidate better)
-  and output-throughput ratio candidate / baseline (> 1: better), each with a 95 % percentile
-  bootstrap interval over requests paired by ``rid`` (finished under both; seeded), and the
+  and output-throughput ratio candidate / baseline (> 1: better), each with a 95 % bootstrap
+  interval over requests paired by ``rid`` (finished under both; seeded; ``scipy.stats.
+  bootstrap``, as :mod:`radixbench.reports.bootstrap`), and the
   verdict ``better`` / ``worse`` / ``no significant difference``.
 """
 
@@ -30,9 +31,9 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.axes import VariantSet
+from radixbench.reports.bootstrap import bootstrap_paired, bootstrap_ratio
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.record import RunMeta
-from radixbench.reports.verdicts import bootstrap_ratio
 
 __all__ = ["VERDICT_COLUMNS", "instance_table", "router_table", "router_verdicts"]
 
@@ -169,32 +170,22 @@ def _prediction(done: pd.DataFrame) -> dict[str, float]:
 def _throughput_ci(
     b: pd.DataFrame, c: pd.DataFrame, n_resamples: int, seed: int
 ) -> tuple[float, float, float]:
-    """Output-throughput ratio candidate / baseline over requests paired by position, and its
-    percentile-bootstrap 95 % interval (requests resampled jointly)."""
+    """Output-throughput ratio candidate / baseline over requests paired by position (output
+    tokens / (last finish - first arrival) of each side), with its bootstrap interval over
+    the requests resampled jointly (:func:`radixbench.reports.bootstrap.bootstrap_paired`)."""
 
-    def tput(out: np.ndarray, arr: np.ndarray, fin: np.ndarray) -> np.ndarray:
-        span = fin.max(axis=-1) - arr.min(axis=-1)
-        return out.sum(axis=-1) / np.where(span > 0, span, np.nan)
+    def tput(xs: tuple[np.ndarray, ...], axis: int) -> np.ndarray:
+        out, arr, fin = xs
+        span = fin.max(axis=axis) - arr.min(axis=axis)
+        return out.sum(axis=axis) / np.where(span > 0, span, np.nan)
+
+    def ratio(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+        return tput(xs[3:], axis) / tput(xs[:3], axis)
 
     cols = [
         x[k].to_numpy(np.float64) for x in (b, c) for k in ("output_len", "arrival_s", "finish_s")
     ]
-    ratio = float(tput(*cols[3:]) / tput(*cols[:3]))
-    rng = np.random.default_rng(seed)
-    n = len(b)
-    ratios = []
-    chunk = max(1, 2_000_000 // max(n, 1))
-    for start in range(0, n_resamples, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, n_resamples - start), n))
-        sb = tput(*(x[idx] for x in cols[:3]))
-        sc = tput(*(x[idx] for x in cols[3:]))
-        ratios.append(sc / sb)
-    r = np.concatenate(ratios)
-    r = r[np.isfinite(r)]
-    if not r.size:
-        return ratio, float("nan"), float("nan")
-    lo, hi = np.percentile(r, [2.5, 97.5])
-    return ratio, float(lo), float(hi)
+    return bootstrap_paired(tuple(cols), ratio, n_resamples=n_resamples, seed=seed)
 
 
 def _verdict(lo: float, hi: float) -> str:

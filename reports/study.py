@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radixbench.reports.verdicts import bootstrap_ratio
+from radixbench.reports.bootstrap import bootstrap_ratio
 
 __all__ = [
     "FAMILIES",

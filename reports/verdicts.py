@@ -36,19 +36,19 @@ above 1, ``slower`` when it lies below 1, otherwise ``no significant difference`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from radixbench.reports.axes import VariantSet
+from radixbench.reports.axes import REPLICA, VariantSet
+from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
 
 __all__ = [
     "AXIS_OPS",
     "EVICT_OWN",
     "REQUEST_METRICS",
     "VERDICT_COLUMNS",
-    "bootstrap_ratio",
     "verdict",
     "verdict_table",
 ]
@@ -59,120 +59,48 @@ AXIS_OPS: Mapping[str, tuple[str, ...]] = {
     "matcher": ("match_prefix",),
     "flatten": ("build_extend", "build_decode"),
     "impl": ("match_prefix", "insert", "evict"),
+    # the A/A control: the baseline variant against a replica of itself, on every op
+    REPLICA: (
+        "match_prefix",
+        "insert",
+        "evict",
+        "checkpoint",
+        "release",
+        "build_extend",
+        "build_decode",
+    ),
 }
 
 #: Per-request latency columns compared for every pair (those present in the table).
 REQUEST_METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s")
 
 #: Columns of :func:`verdict_table`. ``*_median`` in ``unit``; ``ratio`` = baseline /
-#: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio; ``note``:
-#: how an ``impl`` pair was matched (``VariantSet.partner``), else empty.
+#: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio and
+#: ``ci_method`` how it was computed (``BCa`` / ``percentile``, ``reports.bootstrap``);
+#: ``aa_low``/``aa_high`` the A/A interval of the same metric (the noise floor; NaN without an
+#: A/A replica); ``note``: how an ``impl`` pair was matched (``VariantSet.partner``).
 VERDICT_COLUMNS = [
     "axis", "metric", "unit", "candidate", "baseline", "n_candidate", "n_baseline",
-    "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "verdict", "note",
+    "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "ci_method",
+    "aa_low", "aa_high", "verdict", "note",
 ]  # fmt: skip
 
 #: Metric name of the evictor's own time (evict ns minus the KV free inside it).
 EVICT_OWN = "evict excl. KV free ns"
 
-#: At most this many indices are drawn per bootstrap chunk (bounds memory: ~8 bytes each).
-_CHUNK_ELEMENTS = 4_000_000
 
-
-def _ratio(base: float, cand: float) -> float:
-    """base / cand; inf when only cand is 0, NaN when both are 0 or either is NaN."""
-    if np.isnan(base) or np.isnan(cand):
-        return float("nan")
-    if cand == 0:
-        return float("nan") if base == 0 else float("inf")
-    return base / cand
-
-
-def _boot_stats(
-    xs: tuple[np.ndarray, ...],
-    rng: np.random.Generator,
-    n_resamples: int,
-    stat: Callable[..., np.ndarray] = np.median,
-) -> tuple[np.ndarray, ...]:
-    """``stat`` (median by default) of ``n_resamples`` resamples (with replacement) of each
-    equal-length sample of ``xs``, drawn with the *same* indices (a paired bootstrap when
-    ``len(xs) > 1``); each result has shape ``[n_resamples]``."""
-    n = xs[0].size
-    outs = tuple(np.empty(n_resamples, dtype=np.float64) for _ in xs)
-    chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
-    for start in range(0, n_resamples, chunk):
-        k = min(chunk, n_resamples - start)
-        idx = rng.integers(0, n, size=(k, n))
-        for x, out in zip(xs, outs, strict=True):
-            out[start : start + k] = stat(x[idx], axis=1)
-    return outs
-
-
-def bootstrap_ratio(
-    baseline: np.ndarray,
-    candidate: np.ndarray,
-    *,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    paired: bool = False,
-    stat: Callable[..., np.ndarray] = np.median,
-) -> tuple[float, float, float]:
-    """Median ratio baseline/candidate and its percentile-bootstrap interval.
-
-    ``baseline``, ``candidate``: 1-D samples (any unit, the same for both; NaNs dropped).
-    ``stat``: the statistic whose ratio is taken, a reduction called as ``stat(x, axis=...)``
-    (default ``np.median``; e.g. ``np.mean``, or a quantile).
-    Unpaired (default): the two samples are resampled independently. ``paired``: element i of
-    both samples belongs together (the same request under two variants); pairs with a NaN on
-    either side are dropped and pairs are resampled jointly (``ValueError`` on unequal
-    lengths).
-    Returns ``(ratio, ci_low, ci_high)``; all NaN when either sample is empty. Deterministic
-    for a given ``seed``. Raises :class:`ValueError` on ``n_resamples < 1`` or ``level``
-    outside (0, 1).
-    """
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    b = np.asarray(baseline, dtype=np.float64)
-    c = np.asarray(candidate, dtype=np.float64)
-    if paired:
-        if b.size != c.size:
-            raise ValueError(f"paired samples differ in length: {b.size} vs {c.size}")
-        keep = ~(np.isnan(b) | np.isnan(c))
-        b, c = b[keep], c[keep]
-    else:
-        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
-    if b.size == 0 or c.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    ratio = _ratio(float(stat(b, axis=0)), float(stat(c, axis=0)))
-    rng = np.random.default_rng(seed)
-    if paired:
-        bb, cc = _boot_stats((b, c), rng, n_resamples, stat)
-    else:
-        (bb,) = _boot_stats((b,), rng, n_resamples, stat)
-        (cc,) = _boot_stats((c,), rng, n_resamples, stat)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(cc == 0, np.where(bb == 0, np.nan, np.inf), bb / cc)
-    ratios = ratios[~np.isnan(ratios)]
-    if ratios.size == 0:
-        return ratio, float("nan"), float("nan")
-    tail = (1.0 - level) / 2.0 * 100.0
-    # infinite ratios (candidate median 0 ns) cannot be interpolated: pick sample values then
-    if np.isinf(ratios).any():
-        lo, hi = np.percentile(ratios, [tail, 100.0 - tail], method="inverted_cdf")
-    else:
-        lo, hi = np.percentile(ratios, [tail, 100.0 - tail])
-    return ratio, float(lo), float(hi)
-
-
-def verdict(ci_low: float, ci_high: float) -> str:
-    """``faster`` if the interval lies above 1, ``slower`` if below 1, else
-    ``no significant difference`` (also for an undefined interval)."""
-    if ci_low > 1.0:
+def verdict(
+    ci_low: float, ci_high: float, aa_low: float = float("nan"), aa_high: float = float("nan")
+) -> str:
+    """``faster`` if the interval lies above 1 and above the A/A interval ``[aa_low,
+    aa_high]`` (the noise floor: the baseline against itself), ``slower`` if it lies below 1
+    and below the A/A interval, else ``no significant difference`` (also for an undefined
+    interval). Without an A/A interval (NaN), 1 alone is the bar."""
+    hi_bar = max(1.0, aa_high) if not np.isnan(aa_high) else 1.0
+    lo_bar = min(1.0, aa_low) if not np.isnan(aa_low) else 1.0
+    if ci_low > hi_bar:
         return "faster"
-    if ci_high < 1.0:
+    if ci_high < lo_bar:
         return "slower"
     return "no significant difference"
 
@@ -266,9 +194,29 @@ def verdict_table(
                     "ratio": ratio,
                     "ci_low": lo,
                     "ci_high": hi,
-                    "verdict": verdict(lo, hi),
+                    "ci_method": ci_method(b.size, c.size),
                     "note": note,
                 }
             )
     out = pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    out = _noise_floor(out)
     return out.astype({"n_candidate": "int64", "n_baseline": "int64"})
+
+
+def _noise_floor(table: pd.DataFrame) -> pd.DataFrame:
+    """Fill ``aa_low`` / ``aa_high`` of every row from the A/A rows (axis :data:`REPLICA`) of
+    the same metric (the A/A rows get their own interval), then the ``verdict`` with that
+    floor (:func:`verdict`)."""
+    aa = table[table["axis"] == REPLICA].drop_duplicates("metric").set_index("metric")
+    low = table["metric"].map(aa["ci_low"]).astype("float64")
+    high = table["metric"].map(aa["ci_high"]).astype("float64")
+    is_aa = table["axis"] == REPLICA
+    table["aa_low"] = low.where(~is_aa, np.nan)
+    table["aa_high"] = high.where(~is_aa, np.nan)
+    table["verdict"] = [
+        verdict(lo, hi, al, ah)
+        for lo, hi, al, ah in zip(
+            table["ci_low"], table["ci_high"], table["aa_low"], table["aa_high"], strict=True
+        )
+    ]
+    return table

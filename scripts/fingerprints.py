@@ -10,11 +10,12 @@ tables each run writes, and compares two such fingerprint files:
 
 Tables fingerprinted: ``requests``, ``timeseries`` (the scheduler's steps), ``ops`` without the
 measured ``ns``, and ``metrics`` without measured CPU and wall times (``measured_cpu_s``,
-``wall_s``, ``events_per_s``); sweeps and studies by their cells' / points' tables, replays by
-their ``summary`` and ``requests``. Each column is hashed on its own (sha256 of its values), so
-a column added later is reported as added, not as a difference: ``diff`` fails (exit 1) when a
-column both files have differs, when a table or configuration is missing, or when a row count
-changed. ``--only NAME[,NAME]`` runs some configurations; ``--radixbench CMD`` runs another
+``wall_s``, ``events_per_s``), each without the rows of an A/A replica (``replica`` column);
+sweeps and studies by their cells' / points' tables, replays by their ``summary`` and
+``requests``. Each column is hashed on its own (sha256 of its values), so a column added later
+is reported as added, not as a difference: ``diff`` fails (exit 1) when a column both files
+have differs, when a table or configuration is missing, or when a row count changed.
+``--only NAME[,NAME]`` runs some configurations; ``--radixbench CMD`` runs another
 installation (default: the ``radixbench`` beside this Python).
 """
 
@@ -106,6 +107,8 @@ def column_hash(s: pd.Series) -> str:
 
 
 def table_print(df: pd.DataFrame) -> dict[str, object]:
+    if "replica" in df.columns:  # an A/A replica's rows are an addition, like a new column
+        df = df[df["replica"].isna()].drop(columns="replica").reset_index(drop=True)
     cols = {c: column_hash(df[c]) for c in df.columns if c not in MEASURED}
     return {"rows": len(df), "columns": cols}
 

@@ -52,7 +52,8 @@ import torch
 from radixbench.cache.key import RadixKey
 from radixbench.cache.paged_allocator import make_allocator
 from radixbench.cache.policy import POLICIES
-from radixbench.cache.radix_cache import CacheConfig, RadixCache
+from radixbench.cache.radix_cache import CacheConfig
+from radixbench.cache.registry import make_cache
 from radixbench.sim.belady import belady_hits
 from radixbench.workloads.ceiling import prefix_hits
 from radixbench.workloads.tokens import HashBlocks, block_tokens, output_tokens
@@ -65,18 +66,32 @@ EVICTOR, MATCHER = "persistent-heap", "memcmp"
 
 
 class PolicyReplay:
-    """One policy's cache and counters, fed one request at a time by :func:`replay`.
+    """One (implementation, policy)'s cache and counters, fed one request at a time by
+    :func:`replay`.
 
-    ``hits``: int64 ``[n]`` tokens hit per request; ``wall_s``: seconds spent in ``step``;
-    ``evict_calls`` / ``evicted_tokens``: evictions made; ``not_cached``: requests too long for
-    the pool. Raises ``ValueError`` for an unknown policy or a pool smaller than one page.
+    ``impl``: a registered implementation's spec (``radixbench.cache.registry``; default
+    radixbench's cache with :data:`EVICTOR` / :data:`MATCHER`), ``label`` its label; ``name``
+    the run's column in the per-request table (the policy for radixbench's cache, else
+    ``<label> <policy>``). ``hits``: int64 ``[n]`` tokens hit per request; ``wall_s``: seconds
+    spent in ``step``; ``evict_calls`` / ``evicted_tokens``: evictions made; ``not_cached``:
+    requests too long for the pool. Raises ``ValueError`` for an unknown policy, an
+    implementation that cannot run it, or a pool smaller than one page.
     """
 
-    def __init__(self, policy: str, capacity_tokens: int, page_size: int, n: int) -> None:
-        self.policy = policy
+    def __init__(
+        self,
+        policy: str,
+        capacity_tokens: int,
+        page_size: int,
+        n: int,
+        impl: str = "radixbench",
+        label: str = "radixbench",
+    ) -> None:
+        self.policy, self.impl, self.label = policy, impl, label
+        self.name = policy if impl == "radixbench" else f"{label} {policy}"
         self.allocator = make_allocator(capacity_tokens, page_size, "cpu", check_repeats=False)
         config = CacheConfig(page_size, EVICTOR, MATCHER, policy)
-        self.cache = RadixCache(None, self.allocator, config)
+        self.cache = make_cache(impl, None, self.allocator, config)
         self.page = page_size
         self.hits = np.zeros(n, dtype=np.int64)
         self.wall_s = 0.0
@@ -96,8 +111,7 @@ class PolicyReplay:
         hit = match.prefix_len
         self.hits[j] = hit
         need = n_full - hit
-        node = match.last_node
-        cache.inc_lock_ref(node)
+        lock = cache.lock(match.last_node)
         short = need - alloc.available_size()
         if short > 0:
             self.evict_calls += 1
@@ -108,7 +122,7 @@ class PolicyReplay:
         else:
             values = torch.cat((match.device_indices, new)) if hit else new
             self._insert(prompt, values, n_prompt, full, n_full, hit)
-        cache.dec_lock_ref(node)
+        cache.unlock(lock)
         self.wall_s += perf_counter() - t0
 
     def _insert(
@@ -188,15 +202,16 @@ def _rates(hits: np.ndarray, lens: np.ndarray) -> tuple[float, float]:
 def summary_frame(
     requests: pd.DataFrame, policies: Sequence[PolicyReplay], belady_s: float
 ) -> pd.DataFrame:
-    """One row per policy, then ``belady`` and ``ceiling``: ``hit_rate`` / ``hit_rate_last_half``
-    (fractions of prompt tokens), ``vs_lru_pts`` (percentage points above LRU's rate, NaN
-    without an LRU row), ``of_belady`` (rate / Belady's), ``evict_calls``, ``evicted_tokens``,
-    ``not_cached`` and ``wall_s`` (seconds of this row's own work; the token ids, made once for
-    all policies, are not in it)."""
+    """One row per run (implementation and policy), then ``belady`` and ``ceiling``:
+    ``hit_rate`` / ``hit_rate_last_half`` (fractions of prompt tokens), ``vs_lru_pts``
+    (percentage points above the first LRU row's rate, NaN without one), ``of_belady`` (rate /
+    Belady's), ``evict_calls``, ``evicted_tokens``, ``not_cached``, ``wall_s`` (seconds of this
+    row's own work; the token ids, made once for all runs, are not in it) and ``impl`` (the
+    implementation's label; empty for the bounds)."""
     lens = requests["input_len"].to_numpy()
     rows: list[tuple[str, float, float, int | None, int | None, int | None, float | None]] = []
     for p in policies:
-        all_, half = _rates(requests[p.policy].to_numpy(), lens)
+        all_, half = _rates(requests[p.name].to_numpy(), lens)
         rows.append((p.policy, all_, half, p.evict_calls, p.evicted_tokens, p.not_cached, p.wall_s))
     b_all, b_half = _rates(requests["belady"].to_numpy(), lens)
     c_all, c_half = _rates(requests["ceiling"].to_numpy(), lens)
@@ -221,6 +236,7 @@ def summary_frame(
     for col in ("evict_calls", "evicted_tokens", "not_cached"):
         df[col] = df[col].astype("Int64")
     df["wall_s"] = df["wall_s"].astype("float64")
+    df["impl"] = [p.label for p in policies] + ["", ""]
     return df
 
 
@@ -231,6 +247,7 @@ def replay(
     policies: Sequence[str] | None = None,
     include_outputs: bool = True,
     on_request: Callable[[], None] | None = None,
+    impls: Sequence[tuple[str, str]] = (),
 ) -> ReplayResult:
     """Replay ``requests`` (arrival order) through one cache per policy (default: every
     registered policy, ``cache.policy.POLICIES``), and compute Belady's bound
@@ -238,7 +255,9 @@ def replay(
 
     ``capacity_tokens``: KV slots of each pool; ``page_size``: tokens per page (a power of
     two); ``include_outputs``: insert the output tokens as the simulator does (see the module
-    docstring); ``on_request``: called after each request (progress). The token ids of a request
+    docstring); ``on_request``: called after each request (progress); ``impls``: ``(spec,
+    label)`` of the implementations to replay each policy on (default radixbench's cache: a
+    policy patch of SGLang's, e.g., beside upstream). The token ids of a request
     are made once and fed to every policy in turn; torch runs on one intra-op thread meanwhile
     (restored after). Raises ``ValueError`` for an unknown policy,
     an empty request list or a pool smaller than one page.
@@ -252,7 +271,12 @@ def replay(
     if not requests:
         raise ValueError("the replay needs at least one request")
     n = len(requests)
-    runs = [PolicyReplay(name, capacity_tokens, page_size, n) for name in names]
+    pairs = list(impls) if impls else [("radixbench", "radixbench")]
+    runs = [
+        PolicyReplay(name, capacity_tokens, page_size, n, spec, label)
+        for spec, label in pairs
+        for name in names
+    ]
     tokens_s = 0.0
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small tensor ops: thread hand-offs would cost more than they do
@@ -280,7 +304,7 @@ def replay(
             "rid": np.array([r.rid for r in requests], dtype=np.int64),
             "input_len": np.array([r.input_length for r in requests], dtype=np.int64),
             "output_len": np.array([r.output_length for r in requests], dtype=np.int64),
-            **{run.policy: run.hits for run in runs},
+            **{run.name: run.hits for run in runs},
             "belady": belady,
             "ceiling": ceiling,
         }

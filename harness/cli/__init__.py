@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "bench": "microbenchmarks of cache algorithm variants",
     "profile": "run a comparison under scalene and print the hottest lines",
     "plot": "re-render tables, plots and reports of a saved run",
+    "diff": "two saved runs side by side: op and serving ratios with CIs, settings that differ",
 }
 
 
@@ -66,11 +67,36 @@ def _command(argv: Sequence[str]) -> str:
     return first if first in COMMANDS else ""
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that run folders being written are removed (as
+    on Ctrl-C) before the process exits with status 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``radixbench`` console script; returns the exit status."""
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    try:
+        return _main(argv)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    command = ""
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser(_command(argv)).parse_args(argv)
+        command = _command(argv)
+        args = build_parser(command).parse_args(argv)
+        args.command_line = ("radixbench", *argv)  # what reproduces the run (run records)
         status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at exit
         return status
@@ -91,9 +117,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"radixbench: error: {msg}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("radixbench: interrupted; no run folder was written", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, Terminated) as e:
+        what = "terminated" if isinstance(e, Terminated) else "interrupted"
+        if command == "sweep":
+            print(
+                f"radixbench: {what}; the finished cells are kept in the sweep folder: run the "
+                "same command again to resume",
+                file=sys.stderr,
+            )
+        else:
+            print(f"radixbench: {what}; no run folder was written", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         choices=["auto", "cpu", "cuda"],
         help="where the KV pool and batch tensors live (auto: cuda when present)",
     )
-    c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
+    c.add_argument(
+        "--out", type=Path, default=Path("runs"), help="parent of run folders (default runs)"
+    )
     c.add_argument(
         "--kv-events",
         type=Path,
@@ -50,6 +52,24 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         "to FILE, one JSON line per published batch with variant, instance and simulated time",
     )
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    c.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="print only the summary block (a PR comment's worth: ops, ratios, CIs, "
+        "equivalence, machine, the command to reproduce); the run folder is written as usual",
+    )
+    c.add_argument(
+        "--no-aa",
+        action="store_true",
+        help="skip the A/A replica of the baseline variant (no noise floor: verdicts then "
+        "only have to clear 1)",
+    )
+    c.add_argument(
+        "--expect-divergence",
+        action="store_true",
+        help="the variants are expected to hit differently (a policy patch): report the "
+        "behaviour change (hit-rate and TTFT deltas with CIs) and exit 0",
+    )
 
 
 def spec_from_args(args: argparse.Namespace) -> CompareSpec:
@@ -64,23 +84,30 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         device=args.device,
         out=args.out,
         baseline=parse_baseline(getattr(args, "baseline", None), scenario.variants),
+        aa=not getattr(args, "no_aa", False),
+        expect_divergence=getattr(args, "expect_divergence", False),
+        command_line=tuple(getattr(args, "command_line", ())),
         kv_events=getattr(args, "kv_events", None),
     )
 
 
+#: Axes ``--baseline`` can name.
+_BASELINE_AXES = ("impl", "evictor", "matcher", "flatten", "router")
+
+
 def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, str] | None:
     """``--baseline``: comma list of ``AXIS=VALUE`` or bare ``VALUE`` (its axis found among the
-    run's variants) -> ``{axis: value}``; None for no text. Raises :class:`UsageError` (one
-    line) for an unknown axis or a value no variant of the run has on that axis."""
+    run's variants' axes) -> ``{axis: value}``; None for no text. Raises :class:`UsageError`
+    (one line) for an unknown axis or a value no variant of the run has on that axis."""
     if not text:
         return None
-    have = {
-        "evictor": {v.evictor for v in variants if v.impl == "radixbench"},
-        "matcher": {v.matcher for v in variants if v.impl == "radixbench"},
-        "flatten": {v.flatten for v in variants},
-        "router": {dict(v.extra)["router"] for v in variants if "router" in dict(v.extra)},
-    }
+    have: dict[str, set[str]] = {a: set() for a in _BASELINE_AXES}
+    for v in variants:
+        for axis, value in v.axes().items():
+            if axis in have and value is not None:
+                have[axis].add(value)
     out: dict[str, str] = {}
+    names = ", ".join(_BASELINE_AXES)
     for item in filter(None, (t.strip() for t in text.split(","))):
         axis, sep, value = item.partition("=")
         if not sep:
@@ -89,14 +116,12 @@ def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, s
             if not axes:
                 known = sorted(set().union(*have.values()))
                 raise UsageError(
-                    f"--baseline: {value!r} is no evictor, matcher, flatten or router of this "
-                    f"run's variants ({', '.join(known)})"
+                    f"--baseline: {value!r} is no {names} value of this run's variants "
+                    f"({', '.join(known)})"
                 )
             axis = axes[0]
         if axis not in have:
-            raise UsageError(
-                f"--baseline: unknown axis {axis!r} (evictor, matcher, flatten, router)"
-            )
+            raise UsageError(f"--baseline: unknown axis {axis!r} ({names})")
         if value not in have[axis]:
             raise UsageError(
                 f"--baseline: {axis} {value!r} is not run (this run's {axis} values: "
@@ -107,11 +132,15 @@ def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, s
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the comparison; exit 0 if equivalent (or clock coupled), 1 if variants diverged."""
+    """Run the comparison; exit 0 if equivalent (or clock coupled, or a divergence was
+    expected: ``--expect-divergence``), 1 if variants diverged."""
     spec = spec_from_args(args)
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     if spec.scenario.cluster is not None:
         return _print_cluster(outcome)
+    if getattr(args, "summary_only", False):
+        print("\n".join(outcome.report["summary"]))
+        return _status(spec, outcome.equivalence)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
     # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
@@ -124,8 +153,16 @@ def run(args: argparse.Namespace) -> int:
     if spec.sim.clock == "coupled":
         # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
         print("clock coupled: schedules depend on measured CPU time; equivalence not required")
+    elif not outcome.equivalence["ok"] and spec.expect_divergence:
+        print("--expect-divergence: the behaviour change is reported above; exit status 0")
+    return _status(spec, outcome.equivalence)
+
+
+def _status(spec: CompareSpec, equivalence: dict) -> int:
+    """0 if the variants were equivalent, the clock coupled, or a divergence expected; else 1."""
+    if spec.sim.clock == "coupled" or spec.expect_divergence:
         return 0
-    return 0 if outcome.equivalence["ok"] else 1
+    return 0 if equivalence["ok"] else 1
 
 
 def _print_cluster(outcome: CompareOutcome) -> int:

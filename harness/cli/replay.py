@@ -17,6 +17,7 @@ from pathlib import Path
 from radixbench.cache.policy import POLICIES
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
 from radixbench.harness.cli.util import UsageError, csv_list
+from radixbench.harness.config.impl import ImplError
 from radixbench.harness.experiments.replay import run_replay
 from radixbench.reports.replay import text_table
 
@@ -35,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"eviction policies to replay (default all: {', '.join(POLICIES)})",
     )
     c.add_argument(
+        "--impl",
+        metavar="SPEC[,SPEC...]",
+        help="replay each policy on these cache implementations (e.g. an SGLang policy patch "
+        "beside upstream: sglang-legacy,sglang-legacy:patch.py:CLASS); default radixbench's "
+        "cache; with --impl the default policy is the scenario's",
+    )
+    c.add_argument(
         "--prompts-only",
         action="store_true",
         help="insert prompts only (default: prompt + output tokens, as the simulator)",
@@ -45,20 +53,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay, write the run folder, print the table; exit 0 (2 on bad input)."""
-    policies = args.policies or list(POLICIES)
+    impls = [x.strip() for x in args.impl.split(",") if x.strip()] if args.impl else []
+    policies = args.policies or ([scenario_from_args(args).sim.policy] if impls else list(POLICIES))
     bad = [p for p in policies if p not in POLICIES]
     if bad:
         raise UsageError(f"--policies: unknown policy {bad[0]!r}; known: {', '.join(POLICIES)}")
     if len(set(policies)) != len(policies):
         raise UsageError(f"--policies: a policy is listed twice: {','.join(policies)}")
-    outcome = run_replay(
-        scenario_from_args(args),
-        policies,
-        on_bad_line=args.on_bad_line,
-        include_outputs=not args.prompts_only,
-        out=args.out,
-        progress=False if args.no_progress else None,
-    )
+    try:
+        outcome = run_replay(
+            scenario_from_args(args),
+            policies,
+            on_bad_line=args.on_bad_line,
+            include_outputs=not args.prompts_only,
+            out=args.out,
+            progress=False if args.no_progress else None,
+            impls=impls,
+            command_line=getattr(args, "command_line", ()),
+        )
+    except ImplError as e:
+        raise UsageError(f"--impl: {e}") from None
     print(text_table(outcome.summary, outcome.meta))
     if outcome.skipped:
         print(f"skipped malformed trace lines: {outcome.skipped}")

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_set_argument(
         p, help="override a scenario key at every point (TOML value), e.g. arrivals.rate=30"
     )
+    p.add_argument(
+        "--impl",
+        metavar="SPEC,SPEC[,...]",
+        help="compare these cache implementations at every point instead of the study's "
+        "algorithms, the first as the baseline (e.g. sglang,sglang:patch.py:CLASS)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -52,11 +58,22 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be > 0, got {args.workers}")
     extra = set_overrides(args.set)
+    if "variants.impls" in extra:
+        raise UsageError("--set variants.impls: compare implementations with --impl")
     from radixbench.harness.config.study_routing import is_routing_study
 
     if is_routing_study(args.study):
+        if args.impl:
+            raise UsageError("--impl: the routing study runs radixbench's cache")
         return _run_routing(args, extra)
     spec = load_study(args.study, quick=args.quick)
+    if args.impl:
+        from radixbench.harness.config.impl import ImplError
+
+        try:
+            spec = spec.with_impls([x.strip() for x in args.impl.split(",") if x.strip()])
+        except ImplError as e:
+            raise UsageError(f"--impl: {e}") from None
     if extra:  # validate the overrides on every point before starting the cluster
         spec.check_overrides(extra)
     outcome = run_study(

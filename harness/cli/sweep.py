@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import pandas as pd
+
 from radixbench.harness.cli.util import check_scheduler, positive_int
 from radixbench.harness.config.grid import load_grid
 from radixbench.harness.experiments.sweep import run_sweep
@@ -40,8 +42,32 @@ def run(args: argparse.Namespace) -> int:
             "match_prefix_p99_ns",
             "prefix_hit_rate",
             "ttft_p99_s",
+            "overloaded",
         ]
         print(res[[c for c in cols if c in res.columns]].to_string(index=False))
+        ratios = [c for c in res.columns if c.endswith("_ratio")]
+        if ratios:
+            print("\nratios against each candidate's baseline partner [95% CI]:")
+            for _, r in res[res["baseline_variant"].notna()].iterrows():
+                point = ", ".join(f"{p}={r[p]}" for p in grid.params)
+                parts = [
+                    f"{c.removesuffix('_ratio')} {r[c]:.3g} "
+                    f"[{r[c.removesuffix('ratio') + 'ci_low']:.3g}–"
+                    f"{r[c.removesuffix('ratio') + 'ci_high']:.3g}] "
+                    f"{r[c.removesuffix('ratio') + 'verdict']}"
+                    for c in ratios
+                    if pd.notna(r[c])
+                ]
+                print(f"  {point}, seed {r['seed']}: {r['variant']} vs {r['baseline_variant']}: "
+                      + "; ".join(parts))  # fmt: skip
+        flagged = res[res["overloaded"]] if "overloaded" in res.columns else res.iloc[0:0]
+        if len(flagged):
+            points = sorted({", ".join(f"{p}={r[p]}" for p in grid.params)
+                             for _, r in flagged.iterrows()})  # fmt: skip
+            print(
+                f"\nOVERLOADED at {len(points)} point(s): {'; '.join(points)} — latencies there "
+                "measure the queue, not the cache (lower the rate: arrivals.time_scale)"
+            )
     print(
         f"\n{len(grid.cells)} cells: {outcome.ran} run now, {outcome.cached} already finished, "
         f"{len(outcome.failed)} failed"

@@ -10,21 +10,23 @@ the variants and the seeds::
     scheduler.max_running = 32
     [grid]                                 # each key: a list of values; "sim.<field>" reaches
     "sim.kv_capacity_tokens" = [150000, 300000, 600000]   # whichever of [cache]/[scheduler]
-    [variants]                             # evictor x matcher x flatten x seed
+    [variants]                             # evictor x matcher x flatten (x impl)
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
-    impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten x seed only
-    routers = ["round-robin", "precise"]   # optional: a cluster cell per router (default: the
-                                           # scenario's [cluster] routers, if it has any)
+    impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten only
+    routers = ["round-robin", "precise"]   # optional, a cluster: every variant once per router
+                                           # (default: the scenario's [cluster] routers)
     seeds = [0]                            # also accepted at the top level
 
 A grid over a cluster varies ``cluster.instances`` (and the load, e.g. ``arrivals.rate_scale``)
-in ``[grid]``: routers x instances x load cells, each one router's cluster run.
+in ``[grid]``: routers x instances x load, each cell one point with its routers interleaved.
 
-Every cell is validated by loading its scenario with its overrides, so an unknown key, a wrong
-type or an impossible value fails before any work starts. A cell is keyed by a content hash of
-its canonical JSON (including the scenario file's text), so a re-run recognises cells it already
-finished and a changed scenario file invalidates them.
+A cell is one grid point (one combination of the ``[grid]`` values) and one seed, running every
+variant interleaved in one process, so the variants of a point are timed alike and compared
+with ratios and CIs. Every cell is validated by loading its scenario with its overrides, so an
+unknown key, a wrong type or an impossible value fails before any work starts. A cell is keyed
+by a content hash of its canonical JSON (including the scenario file's text and the variants),
+so a re-run recognises cells it already finished and a changed scenario file invalidates them.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from radixbench.cache.impls import RADIXBENCH
+from radixbench.cache.impls import RADIXBENCH  # the default impl of a grid
 from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.scenario import (
     DEFAULT_SCENARIO,
@@ -59,33 +61,35 @@ class GridError(ValueError):
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of a sweep: ``scenario`` with ``base`` then ``params`` overrides (dotted scenario
-    keys), one variant, one seed. ``key``: first 16 hex digits of the sha256 of its canonical
-    JSON, which includes ``scenario_sha`` (sha256 of the scenario file's text)."""
+    """One run of a sweep: one grid point — ``scenario`` with ``base`` then ``params``
+    overrides (dotted scenario keys) — with every variant of the grid, timed interleaved in one
+    process (one ``compare`` with its A/A replica), and one seed. ``key``: first 16 hex digits
+    of the sha256 of its canonical JSON, which includes ``scenario_sha`` (sha256 of the
+    scenario file's text) and the variants' axis records. ``routers``: a cluster cell runs
+    every variant once per router (none: the scenario's own, or one server)."""
 
     scenario: str
     scenario_sha: str
     base: dict[str, Any]
     params: dict[str, Any]
-    variant: Variant
+    variants: tuple[Variant, ...]
     seed: int
+    routers: tuple[str, ...] = ()
 
     def canonical(self) -> dict[str, Any]:
-        """The cell as JSON-able data; a radixbench-impl variant is described by its evictor,
-        matcher and flatten alone, as before the impl axis existed, so keys stay stable."""
-        variant = dataclasses.asdict(self.variant)
-        if self.variant.impl == RADIXBENCH:
-            del variant["impl"], variant["impl_label"]
-        if not variant["extra"]:  # a variant without further axes keys as before they existed
-            del variant["extra"]
-        return {
+        """The cell as JSON-able data (the variants as their spec, label and axes; the routers
+        when the grid names them)."""
+        out = {
             "scenario": self.scenario,
             "scenario_sha": self.scenario_sha,
             "base": self.base,
             "params": self.params,
-            "variant": variant,
+            "variants": [{"spec": v.impl, "name": v.name, **v.axes()} for v in self.variants],
             "seed": self.seed,
         }
+        if self.routers:
+            out["routers"] = list(self.routers)
+        return out
 
     @property
     def key(self) -> str:
@@ -93,32 +97,23 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def overrides(self) -> dict[str, Any]:
-        """Scenario overrides of this cell: base, then params, then variant (its router, for a
-        cluster cell) and seed."""
-        out = {
-            **self.base,
-            **self.params,
-            "variants.evictors": [self.variant.evictor],
-            "variants.matchers": [self.variant.matcher],
-            "variants.flatten": [self.variant.flatten],
-            "variants.impls": [self.variant.impl],
-            "seed": self.seed,
-        }
-        router = dict(self.variant.extra).get("router")
-        if router is not None:
-            out["cluster.routers"] = [router]
+        """Scenario overrides of this cell: base, then params, then the routers and seed."""
+        out = {**self.base, **self.params, "seed": self.seed}
+        if self.routers:
+            out["cluster.routers"] = list(self.routers)
         return out
 
     def load(self) -> Scenario:
         """The cell's scenario, validated (``ScenarioError`` on a bad key or value), running
-        exactly the cell's variant (its impl label as the grid assigned it; a cluster cell's
-        variant gets the ``instances`` axis of its scenario)."""
+        exactly the cell's variants (their impl labels as the grid assigned them; in a cluster
+        each once per router, with the axes ``router`` and ``instances``)."""
         scenario = load_scenario(self.scenario, self.overrides())
-        variant = self.variant
+        variants = self.variants
         if scenario.cluster is not None:
-            extra = (*variant.extra, ("instances", str(scenario.cluster.instances)))
-            variant = dataclasses.replace(variant, extra=extra)
-        return dataclasses.replace(scenario, variants=(variant,))
+            from radixbench.cluster.spec import router_variants
+
+            variants = router_variants(variants, scenario.cluster)
+        return dataclasses.replace(scenario, variants=variants)
 
 
 @dataclass(frozen=True)
@@ -152,16 +147,6 @@ def _scenario_flatten(scenario: bytes) -> list[str]:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
         return ["chain"]
     return v if isinstance(v, list) and v and all(isinstance(x, str) for x in v) else ["chain"]
-
-
-def _scenario_routers(ref: str, base: dict[str, Any]) -> list[str]:
-    """The routers of the base scenario's ``[cluster]`` (with the grid's base overrides), or
-    ``[]`` for a one-server scenario (or one that cannot be loaded: the cells report that)."""
-    try:
-        cluster = load_scenario(ref, base).cluster
-    except ValueError:
-        return []
-    return list(cluster.routers) if cluster is not None else []
 
 
 def _names(vtab: dict[str, Any], key: str, default: list[str], where: str) -> list[str]:
@@ -232,25 +217,15 @@ def load_grid(path: Path) -> Grid:
         variants = impl_variants(impls, evictors, matchers, flattens)
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
-    if "routers" in vtab:
-        routers = _names(vtab, "routers", [], where)
-    else:
-        routers = _scenario_routers(ref, base)
-    if routers:
-        variants = [
-            dataclasses.replace(v, extra=(*v.extra, ("router", r)))
-            for v in variants
-            for r in routers
-        ]
+    routers = tuple(_names(vtab, "routers", [], where)) if "routers" in vtab else ()
     cells = []
     for combo in itertools.product(*axes.values()):
         params = dict(zip(axes, combo, strict=True))
-        for variant in variants:
-            for seed in seeds:
-                cell = Cell(ref, scenario_sha, base, params, variant, seed)
-                try:
-                    cell.load()
-                except ValueError as e:
-                    raise GridError(f"{where}: cell {params}: {e}") from None
-                cells.append(cell)
+        for seed in seeds:
+            cell = Cell(ref, scenario_sha, base, params, tuple(variants), seed, routers)
+            try:
+                cell.load()
+            except ValueError as e:
+                raise GridError(f"{where}: cell {params}: {e}") from None
+            cells.append(cell)
     return Grid(path, str(raw.get("description", path.stem)), tuple(axes), tuple(cells))

@@ -29,6 +29,7 @@ bundled study that uses it, in :mod:`radixbench.harness.config.studies`, named b
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +87,11 @@ class StudySpec:
     points: tuple[dict[str, Any], ...]
     mode: str
     sections: tuple[str, ...] = ()
+    #: implementation specs compared instead of the family's algorithms (``--impl``): the
+    #: baseline is the first one's label, the candidates the others'; radixbench's variants
+    #: then run the family's baseline algorithm (``axis_value``)
+    impls: tuple[str, ...] = ()
+    axis_value: str = ""
 
     @property
     def axis_key(self) -> str:
@@ -94,14 +100,34 @@ class StudySpec:
             FAMILIES[self.family][0]
         ]
 
+    def with_impls(self, specs: list[str]) -> StudySpec:
+        """This study comparing the implementations ``specs`` (``--impl``: an SGLang patch
+        against upstream, say) at every point, instead of the family's algorithms. Raises
+        :class:`~radixbench.harness.config.impl.ImplError` (one line) for a bad spec or fewer
+        than two."""
+        from radixbench.harness.config.impl import ImplError, resolve_impls
+
+        impls = resolve_impls(specs)
+        if len(impls) < 2:
+            raise ImplError("--impl: a study compares two or more implementations")
+        labels = [i.label for i in impls]
+        return dataclasses.replace(
+            self,
+            impls=tuple(specs),
+            axis_value=self.baseline,
+            baseline=labels[0],
+            candidates=tuple(labels[1:]),
+        )
+
     def overrides(self, i: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Scenario overrides of point ``i``: base, the point, ``extra``, the variants, seed."""
+        algorithms = [self.axis_value] if self.impls else [self.baseline, *self.candidates]
         return {
             **self.base,
             **self.points[i],
             **(extra or {}),
-            self.axis_key: [self.baseline, *self.candidates],
-            "variants.impls": ["radixbench"],
+            self.axis_key: algorithms,
+            "variants.impls": list(self.impls) or ["radixbench"],
             "seed": self.seed,
         }
 
@@ -116,9 +142,13 @@ class StudySpec:
         return tuple(SECTIONS[name] for name in self.sections)
 
     def variant_names(self, scenario: Scenario) -> tuple[str, list[str]]:
-        """(baseline variant name, candidate variant names) of a point's scenario."""
-        axis = FAMILIES[self.family][0]
-        names = {getattr(v, axis): v.name for v in scenario.variants}
+        """(baseline variant name, candidate variant names) of a point's scenario: by the
+        family's axis value, or (``impls``) by implementation label."""
+        if self.impls:
+            names = {v.impl_label: v.name for v in scenario.variants}
+        else:
+            axis = FAMILIES[self.family][0]
+            names = {getattr(v, axis): v.name for v in scenario.variants}
         return names[self.baseline], [names[c] for c in self.candidates]
 
 

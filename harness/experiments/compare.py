@@ -28,6 +28,7 @@ from radixbench.harness.experiments.workload import (
     served_ceiling,
 )
 from radixbench.reports import write_report
+from radixbench.reports.axes import AXES, REPLICA, VariantSet
 from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant
@@ -41,18 +42,27 @@ class CompareSpec:
     """What to compare: a validated ``scenario`` (workload, arrivals, sim config, variants,
     seed). ``on_bad_line``: "error" stops at a malformed trace line, "skip" leaves it out and
     counts it (None = the scenario's setting); ``device``: auto | cpu | cuda; ``out``: parent
-    folder of run folders; ``baseline``: axis (evictor / matcher / flatten / router) -> the
-    value the verdicts compare against (None or an axis left out: the first variant listed).
-    ``kv_events``: write every variant's KV events to this file (``sim.kv_event_log``; the
-    caches emit them, as the cluster's do). A scenario with a ``cluster`` runs each variant as
-    N instances behind its router (``radixbench.cluster.run.ClusterSim``). Raises
-    ``ValueError`` on an invalid policy or variant list."""
+    folder of run folders; ``baseline``: axis (evictor / matcher / flatten / impl) -> the value
+    the verdicts compare against (None or an axis left out: the first variant listed);
+    ``aa``: also run an A/A replica of the baseline variant (:func:`aa_replica`), interleaved
+    like the others, whose verdicts against the baseline are the noise floor every other
+    verdict must clear (a run of one variant has no verdicts and gets none);
+    ``expect_divergence``: differing prefix hits are a behaviour change the user expects (a
+    policy patch), reported as such, not a failure; ``command_line``: the words that reproduce
+    the run (recorded). ``kv_events``: write every variant's KV events to this file
+    (``sim.kv_event_log``; the caches emit them, as a cluster's do). A scenario with a
+    ``cluster`` runs each variant as N instances behind its router
+    (``radixbench.cluster.run.ClusterSim``; no A/A replica: routers are compared on requests).
+    Raises ``ValueError`` on an invalid policy or variant list."""
 
     scenario: Scenario
     device: str = "auto"
     out: Path = Path("runs")
     on_bad_line: str | None = None
     baseline: Mapping[str, str] | None = None
+    aa: bool = True
+    expect_divergence: bool = False
+    command_line: tuple[str, ...] = ()
     kv_events: Path | None = None
 
     def __post_init__(self) -> None:
@@ -70,6 +80,24 @@ class CompareSpec:
     @property
     def sim(self) -> SimConfig:
         return self.scenario.sim
+
+
+def aa_replica(variants: tuple[Variant, ...], baseline: Mapping[str, str] | None) -> Variant:
+    """A replica of the baseline variant — the one holding the resolved baseline value on
+    every axis it has (``VariantSet.resolve_baseline``; the first listed when none does) — with
+    the extra axis ``replica = 2``: run beside it, the A/A pair measures the noise floor."""
+    records = {v.name: v.axes() for v in variants}
+    vs = VariantSet(tuple(records), tuple(AXES), records)
+    base = vs.resolve_baseline(baseline)
+    chosen = next(
+        (
+            v
+            for v in variants
+            if all(x is None or base.get(a, x) == x for a, x in records[v.name].items())
+        ),
+        variants[0],
+    )
+    return dataclasses.replace(chosen, extra=(*chosen.extra, (REPLICA, "2")))
 
 
 @dataclass(frozen=True)
@@ -147,16 +175,19 @@ def run_compare(
     workload = load_requests(spec.scenario, spec.on_bad_line)
     trace = workload.requests
     check_fits(trace, spec.sim)
+    # the A/A replica floors the verdicts: only where there is something to compare
     cluster = spec.scenario.cluster
+    aa = spec.aa and len(spec.variants) > 1 and cluster is None
+    variants = spec.variants + ((aa_replica(spec.variants, spec.baseline),) if aa else ())
     log = KVEventLog(spec.kv_events) if spec.kv_events is not None else None
     try:
         with tqdm(
-            total=len(trace) * len(spec.variants),
+            total=len(trace) * len(variants),
             unit="req",
             disable=None if progress is None else not progress,
             desc="compare",
         ) as bar:
-            sims = [_sim(trace, spec, v, device, lambda: bar.update(1), log) for v in spec.variants]
+            sims = [_sim(trace, spec, v, device, lambda: bar.update(1), log) for v in variants]
             results = run_interleaved(sims)
     except BaseException:
         if log is not None:
@@ -185,8 +216,9 @@ def run_compare(
         chunked_prefill_size=sim.chunked_prefill_size,
         cost_model=getattr(sim.cost, "name", type(sim.cost).__name__),
         baseline=dict(spec.baseline) if spec.baseline else None,
-        variants=[{"name": v.name, **v.axes()} for v in spec.variants],
-        implementations=implementations(spec.variants, [s.cache for s in sims]),
+        expect_divergence=spec.expect_divergence,
+        variants=[{"name": v.name, **v.axes()} for v in variants],
+        implementations=implementations(variants, [s.cache for s in sims]),
         hit_rate_ceiling=ceiling,
         hit_rate_belady=belady,
         skipped_lines=len(workload.skipped),
@@ -196,6 +228,7 @@ def run_compare(
         torch_threads=torch.get_num_threads(),
         environment=environment(),
         spec=_jsonable(spec),
+        command_line=list(spec.command_line),
         extra=_extra(extra_meta, cluster, log),
     )
     with AtomicRunDir(spec.out, run_name) as run:

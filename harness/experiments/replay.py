@@ -19,19 +19,20 @@ Writes ``replay.md``, ``summary.{parquet,csv}``, ``requests.{parquet,csv}`` and
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
 
+from radixbench.cache import registry
+from radixbench.harness.config.impl import resolve_impls
 from radixbench.harness.config.scenario import Scenario
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.harness.experiments.workload import load_requests
+from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.replay import write_replay_report
 from radixbench.sim.replay import EVICTOR, MATCHER, replay
 
@@ -46,7 +47,7 @@ class ReplayOutcome:
 
     run_dir: Path
     summary: pd.DataFrame
-    meta: dict[str, Any]
+    meta: RunMeta
     skipped: int
 
 
@@ -58,15 +59,23 @@ def run_replay(
     include_outputs: bool = True,
     out: Path = Path("runs"),
     progress: bool | None = None,
+    impls: Sequence[str] = (),
+    command_line: Sequence[str] = (),
 ) -> ReplayOutcome:
     """Replay ``scenario``'s requests through one cache per policy in ``policies`` and write the
     run folder ``out/replay-<time>`` (atomically).
 
     ``on_bad_line``: "error" / "skip" for a malformed trace line (None = the scenario's);
     ``include_outputs``: insert the output tokens too, as the simulator does; ``progress``: a
-    progress bar (None = only on a terminal). Raises ``ValueError`` / ``TraceError`` (bad
-    input, an unknown policy, an empty selection) before anything is written.
+    progress bar (None = only on a terminal); ``impls``: implementation specs to replay every
+    policy on (``--impl``: a policy patch beside upstream; default radixbench's cache);
+    ``command_line``: recorded. Raises ``ValueError`` / ``TraceError`` (bad input, an unknown
+    policy or one an implementation lacks, an empty selection) before anything is written.
     """
+    resolved = resolve_impls(list(impls)) if impls else ()
+    for impl in resolved:
+        for policy in policies:
+            registry.check_policy(impl.spec, policy)
     started = time.perf_counter()
     workload = load_requests(scenario, on_bad_line)
     reqs = workload.requests
@@ -84,28 +93,33 @@ def run_replay(
             policies,
             include_outputs=include_outputs,
             on_request=lambda: bar.update(1),
+            impls=[(i.spec, i.label) for i in resolved],
         )
-    meta: dict[str, Any] = {
-        "command": "replay",
-        "scenario": workload.label,
-        "requests": len(reqs),
-        "input_tokens": int(result.requests["input_len"].sum()),
-        "skipped_lines": len(workload.skipped),
-        "kv_capacity_tokens": cap,
-        "page_size": page,
-        "include_outputs": include_outputs,
-        "policies": list(policies),
-        "evictor": EVICTOR,
-        "matcher": MATCHER,
-        "block_ceiling": result.block_ceiling,
-        "tokens_s": round(result.tokens_s, 2),
-        "seed": scenario.seed,
-        "environment": environment(),
-    }
+    meta = RunMeta(
+        command="replay",
+        scenario=workload.label,
+        requests=len(reqs),
+        seed=scenario.seed,
+        kv_capacity_tokens=cap,
+        page_size=page,
+        skipped_lines=len(workload.skipped),
+        environment=environment(),
+        command_line=list(command_line),
+        extra={
+            "input_tokens": int(result.requests["input_len"].sum()),
+            "include_outputs": include_outputs,
+            "policies": list(policies),
+            "impls": [i.spec for i in resolved] or ["radixbench"],
+            "evictor": EVICTOR,
+            "matcher": MATCHER,
+            "block_ceiling": result.block_ceiling,
+            "tokens_s": round(result.tokens_s, 2),
+        },
+    )
     with AtomicRunDir(out, time.strftime("replay-%Y%m%d-%H%M%S")) as run_dir:
-        meta["wall_s"] = round(time.perf_counter() - started, 2)
+        meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         summary = result.summary
-        (run_dir.tmp / "config.json").write_text(json.dumps(meta, indent=2, default=str))
+        write_meta(run_dir.tmp, meta)
         write_replay_report(run_dir.tmp, summary, result.requests, meta)
     assert run_dir.final is not None
     return ReplayOutcome(run_dir.final, summary, meta, len(workload.skipped))

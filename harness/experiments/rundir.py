@@ -14,13 +14,43 @@ from typing import Any
 import torch
 
 
+class RunDirError(ValueError):
+    """The parent of a run folder cannot hold one (a file, read-only); one line naming it."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
+
+
+def remove_stale(parent: Path) -> list[Path]:
+    """Remove the hidden ``.tmp-<name>-<pid>`` folders under ``parent`` whose process is gone
+    (a run killed by SIGKILL or a power cut leaves its temporary folder behind); returns them.
+    A folder whose process still runs is left alone."""
+    removed = []
+    for tmp in parent.glob(".tmp-*-*"):
+        pid = tmp.name.rpartition("-")[2]
+        if tmp.is_dir() and pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
 class AtomicRunDir:
     """A run folder that appears whole or not at all.
 
     ``with AtomicRunDir(parent) as run:`` writes go to ``run.tmp`` (hidden, under ``parent``);
     on success it is renamed to ``run.final`` = ``parent/<name or timestamp>`` (a ``-N`` suffix
-    avoids clobbering an existing run); on any error, Ctrl-C included, it is removed, so a failed
-    run never leaves a half-written folder nor touches a good one.
+    avoids clobbering an existing run); on any error, Ctrl-C and SIGTERM included (the CLI
+    turns SIGTERM into an exception), it is removed, so a failed run never leaves a
+    half-written folder nor touches a good one. Entering removes the temporary folders of
+    earlier runs whose process is gone (:func:`remove_stale`). Raises :class:`RunDirError`
+    (one line naming ``parent``) when ``parent`` is a file or cannot be written.
     """
 
     def __init__(self, parent: Path, name: str | None = None) -> None:
@@ -30,8 +60,15 @@ class AtomicRunDir:
         self.final: Path | None = None
 
     def __enter__(self) -> AtomicRunDir:
-        self.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp.mkdir()
+        if self.parent.exists() and not self.parent.is_dir():
+            raise RunDirError(f"{self.parent}: is a file, not a folder for run folders")
+        try:
+            self.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale(self.parent)
+            self.tmp.mkdir()
+        except OSError as e:
+            why = e.strerror or type(e).__name__
+            raise RunDirError(f"{self.parent}: cannot write a run folder there ({why})") from None
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:

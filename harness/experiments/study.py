@@ -56,7 +56,8 @@ def run_point(
     base, cands = spec.variant_names(scenario)
     t0 = time.perf_counter()
     out = run_compare(
-        CompareSpec(scenario=scenario, device="cpu", out=Path(points_dir)),
+        # no A/A replica: a study's intervals come from its own paired bootstrap per point
+        CompareSpec(scenario=scenario, device="cpu", out=Path(points_dir), aa=False),
         progress=False,
         run_name=f"p{i}",
         extra_meta={"study": spec.name, "point": i, "point_overrides": spec.points[i]},

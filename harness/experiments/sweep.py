@@ -1,7 +1,8 @@
 """Parameter sweeps on ``dask.distributed``: run every cell of a grid, resume, gather.
 
-Each cell is one ``radixbench compare`` run (one variant, one seed) in its own run folder
-``<sweep>/cells/<cell key>/``, written atomically, so a folder that exists is a finished cell:
+Each cell is one ``radixbench compare`` run (one grid point, every variant interleaved with the
+baseline's A/A replica, one seed) in its own run folder ``<sweep>/cells/<cell key>/``, written
+atomically, so a folder that exists is a finished cell:
 a re-run skips it (resume), a cell whose worker died leaves no folder and is re-submitted by
 dask's scheduler (up to ``distributed.scheduler.allowed-failures`` times), and the gathered
 table is rebuilt from finished folders only and replaced atomically — partial results never
@@ -18,10 +19,11 @@ from typing import Any
 
 import pandas as pd
 
-from radixbench.cache.impls import RADIXBENCH
 from radixbench.harness.config.grid import Cell, Grid
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.harness.experiments.dask_runner import run_on_dask
+from radixbench.reports.diagnostics import load_check
+from radixbench.reports.record import read_run
 from radixbench.reports.sweep import plot_sweep
 from radixbench.reports.tables import read_table, write_table
 
@@ -33,6 +35,8 @@ OP_STATS = {
 }
 #: Per-variant statistics gathered from each cell's ``summary_variants`` table.
 VARIANT_STATS = ("prefix_hit_rate", "ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s")
+#: Verdict columns gathered per candidate and op: ``<op>_ratio``, ``<op>_ci_low``, ...
+VERDICT_STATS = ("ratio", "ci_low", "ci_high", "verdict")
 
 
 @dataclass(frozen=True)
@@ -88,39 +92,56 @@ def _one_line(exc: BaseException) -> str:
 
 
 def cell_label(cell: Cell) -> str:
-    """``<key> (<param>=<value>, ..., <variant>, seed <n>)``: a cell named for the reader."""
+    """``<key> (<param>=<value>, ..., seed <n>)``: a cell named for the reader."""
     params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
-    return f"{cell.key} ({params + ', ' if params else ''}{cell.variant.name}, seed {cell.seed})"
+    return f"{cell.key} ({params + ', ' if params else ''}seed {cell.seed})"
 
 
-def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:
-    """One row per finished cell: its parameters, variant, seed and summary statistics."""
+def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
+    """One row per variant of a finished cell (its A/A replica left out): the grid point, the
+    variant's axes, the op and request statistics, whether the load rules flag it, and, for a
+    candidate, its verdicts against its baseline partner on its axis's ops."""
+    tables, meta = read_run(folder)
+    ops = read_table(folder, "summary_ops")
+    var = read_table(folder, "summary_variants").set_index("variant")
+    verdicts = read_table(folder, "verdicts")
+    loads = {ld.variant: ld for ld in load_check(tables["requests"], tables["timeseries"], meta)}
     rows = []
-    for cell in grid.cells:
-        folder = cells_dir / cell.key
-        if not (folder / "config.json").exists():
+    for record in meta.variants:
+        name = str(record["name"])
+        if record.get("replica") is not None:
             continue
-        ops = read_table(folder, "summary_ops")
-        var = read_table(folder, "summary_variants").iloc[0]
         row: dict[str, Any] = dict(cell.params)
-        v = cell.variant
-        ours = v.impl == RADIXBENCH  # else evictor and matcher are the impl's own
-        row.update(
-            variant=v.name,
-            impl=v.impl_label,
-            evictor=v.evictor if ours else v.impl_label,
-            matcher=v.matcher if ours else v.impl_label,
-            flatten=v.flatten,
-            seed=cell.seed,
-            cell=cell.key,
-        )
+        row.update(variant=name, **{k: v for k, v in record.items() if k != "name"})
+        row.update(seed=cell.seed, cell=cell.key)
         for op, stats in OP_STATS.items():
-            sel = ops[ops["op"] == op]
+            sel = ops[(ops["op"] == op) & (ops["variant"] == name)]
             for stat in stats:
                 row[f"{op}_{stat}"] = float(sel[stat].iloc[0]) if len(sel) else float("nan")
         for stat in VARIANT_STATS:
-            row[stat] = float(var[stat])
+            row[stat] = float(var.loc[name, stat]) if name in var.index else float("nan")
+        load = loads.get(name)
+        row["overloaded"] = bool(load is not None and load.overloaded)
+        mine = verdicts[(verdicts["candidate"] == name) & verdicts["metric"].str.endswith(" ns")]
+        mine = mine[mine["axis"] != "replica"]
+        if len(mine):
+            row["baseline_variant"] = str(mine["baseline"].iloc[0])
+        for _, v in mine.iterrows():
+            op = str(v["metric"]).removesuffix(" ns")
+            for stat in VERDICT_STATS:
+                row[f"{op}_{stat}"] = v[stat]
         rows.append(row)
+    return rows
+
+
+def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:
+    """One row per finished cell and variant (:func:`_cell_rows`): parameters, the variant's
+    axes, seed, summary statistics, the overload flag, the ratios with CIs."""
+    rows = []
+    for cell in grid.cells:
+        folder = cells_dir / cell.key
+        if (folder / "config.json").exists():
+            rows += _cell_rows(cell, folder)
     return pd.DataFrame(rows)
 
 

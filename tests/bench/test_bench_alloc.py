@@ -127,13 +127,16 @@ def test_spec_rejects_nonpositive_sizes() -> None:
 
 
 def test_allocators_load_through_the_one_sglang_loader() -> None:
-    """The allocators come from ``sglang_loader.load_modules`` (its finder, stubs and isolation):
+    """The allocators come from ``sglang_modules.load_modules`` (its finder, stubs and isolation):
     the stubs' working attributes work, any other stubbed attribute raises when called."""
-    from radixbench.cache.sglang_loader import SGLangStubError, installed_dir, load_modules
+    from radixbench.cache.sglang_finder import SGLangStubError
+    from radixbench.cache.sglang_modules import load_modules
+    from radixbench.cache.sglang_package import installed_dir
 
     sglang_or_skip()
     before = {k for k in sys.modules if k.split(".")[0] == "sglang"}
-    modules, files = load_modules("sglang", installed_dir(), bench_alloc.ALLOCATOR_MODULES)
+    loaded = load_modules("sglang", installed_dir(), bench_alloc.ALLOCATOR_MODULES)
+    modules, files = loaded.modules, loaded.files
     assert {k for k in sys.modules if k.split(".")[0] == "sglang"} == before
     assert set(bench_alloc.ALLOCATOR_MODULES.real) <= set(modules)
     assert "sglang/srt/mem_cache/allocator/paged.py" in files

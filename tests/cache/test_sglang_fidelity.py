@@ -100,11 +100,8 @@ if importlib.util.find_spec("sglang") is None:
     )
 
 from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.cache.sglang_loader import (
-    LoadedSGLang,
-    SGLangLoadError,
-    load_sglang,
-)
+from radixbench.cache.sglang_loader import LoadedSGLang, load_sglang
+from radixbench.cache.sglang_modules import SGLangLoadError
 
 try:
     LOADED = load_sglang("sglang")

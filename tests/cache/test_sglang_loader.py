@@ -27,13 +27,10 @@ if importlib.util.find_spec("sglang") is None:
 
 from radixbench.cache import CacheConfig, RadixKey, ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.cache.sglang_loader import (
-    REAL_MODULES,
-    SUPPORTED,
-    SGLangLoadError,
-    SGLangStubError,
-    load_sglang,
-)
+from radixbench.cache.sglang_finder import SGLangStubError
+from radixbench.cache.sglang_loader import REAL_MODULES, load_sglang
+from radixbench.cache.sglang_modules import SGLangLoadError
+from radixbench.cache.sglang_package import SUPPORTED
 
 
 def make_checkout(root: Path, version: str | None = None) -> Path:

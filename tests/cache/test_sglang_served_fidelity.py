@@ -65,7 +65,7 @@ if importlib.util.find_spec("sglang") is None:
         allow_module_level=True,
     )
 
-from radixbench.cache.sglang_loader import SGLangLoadError
+from radixbench.cache.sglang_modules import SGLangLoadError
 from radixbench.cache.sglang_served import ServedSGLangCache
 from radixbench.cache.sglang_unified import load_unified
 
@@ -165,7 +165,8 @@ class Side(base.Side):
                 stack.extend(node.children.values())
             rows = [(i, nodes[i].value.tolist(), nodes[i].lock_ref) for i, _ in order]
         else:
-            rows = [(i, c.node_value(i).tolist(), c.lock_ref(c.node_handle(i))) for i, _ in order]
+            t = c.tree
+            rows = [(i, t.node_value(i).tolist(), t.lock_count(t.node_handle(i))) for i, _ in order]
         return order, rows
 
 

@@ -115,12 +115,13 @@ def test_compare_end_to_end_on_trace(tmp_path: Path, capsys) -> None:
         "heapify/galloping/numpy",
         "persistent-heap/linear/numpy",
         "persistent-heap/galloping/numpy",
+        "heapify/linear/numpy/replica=2",  # the baseline's A/A replica (the noise floor)
     }
-    assert len(req) == 4 * 150
+    assert len(req) == 5 * 150
     ops = pd.read_parquet(run / "ops.parquet")
     assert (ops["op"] == "evict").any()
     metrics = pd.read_parquet(run / "metrics.parquet")
-    assert len(metrics) == 4 and set(metrics["clock"]) == {"isolated"}
+    assert len(metrics) == 5 and set(metrics["clock"]) == {"isolated"}
     assert (metrics["completed"] + metrics["failed"] == 150).all() and (
         metrics["request_throughput"] > 0
     ).all()

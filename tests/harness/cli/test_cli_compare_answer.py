@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
+from radixbench.harness.cli import main
 from radixbench.harness.cli.compare import parse_baseline
 from radixbench.harness.cli.util import UsageError
 from radixbench.harness.experiments.workload import served_ceiling
@@ -30,7 +33,7 @@ def test_parse_baseline_accepts_axis_value_pairs_and_bare_values() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("nope", "--baseline: 'nope' is no evictor, matcher or flatten"),
+        ("nope", "--baseline: 'nope' is no impl, evictor, matcher, flatten value"),
         ("colour=red", "--baseline: unknown axis 'colour'"),
         ("evictor=lru-list", "--baseline: evictor 'lru-list' is not run"),
     ],
@@ -55,3 +58,65 @@ def test_ceiling_covers_the_finished_requests_only() -> None:
     assert ceiling["all"] == hit_ceiling(trace[:2])["all"] > 0.49  # request 1 hits its prompt
     assert hit_ceiling(trace)["all"] < 0.05  # what the achieved rate was compared with before
     assert (ceiling["requests"], ceiling["rejected"]) == (2, 1)
+
+
+MRU_PATCH = '''
+from sglang.srt.mem_cache.evict_policy import MRUStrategy
+from sglang.srt.mem_cache.radix_cache import RadixCache
+
+
+class MRURadixCache(RadixCache):
+    """Evicts the most recently used leaf first, whatever the configured policy."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.eviction_strategy = MRUStrategy()
+'''
+
+
+def _answer(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main([*argv, "--out", str(tmp_path / "runs"), "--no-progress"])
+    out = capsys.readouterr().out
+    return code, out[out.index("answer:") :]
+
+
+def test_after_a_divergence_the_answer_says_so_and_claims_nothing_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22, defect 2: a patch that evicts MRU-first diverges; the printed answer must
+    not say the serving metrics are identical by construction, and every op line carries the
+    caveat. With --expect-divergence the same run is a behaviour change (exit 0) with the
+    hit-rate and TTFT deltas and their intervals."""
+    patch = tmp_path / "mru.py"
+    patch.write_text(MRU_PATCH)
+    argv = ["compare", "eviction-pressure", "--requests", "3000", "--impl",
+            f"sglang-legacy,sglang-legacy:{patch}:MRURadixCache"]  # fmt: skip
+    code, ans = _answer(argv, tmp_path, capsys)
+    assert code == 1
+    assert "identical across variants by construction" not in ans
+    assert "their cache behaviour diverged" in ans
+    assert "DIVERGED: sglang-legacy:MRURadixCache/numpy vs sglang-legacy/numpy (impl)" in ans
+    assert "prefix hit rate" in ans and "pp [" in ans
+    ops = [ln for ln in ans.splitlines() if ln.strip().startswith(("evict:", "insert:"))]
+    assert ops and all("caveat: the variants diverged" in ln for ln in ops)
+    code, ans = _answer([*argv, "--expect-divergence"], tmp_path, capsys)
+    assert code == 0
+    assert "Behaviour change (expected): sglang-legacy:MRURadixCache/numpy" in ans
+
+
+def test_identical_code_gets_no_significant_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22: ``--impl sglang,sglang`` runs the same code twice; with the A/A noise floor
+    no op may be called faster or slower."""
+    code, ans = _answer(
+        ["compare", "eviction-pressure", "--requests", "2500", "--impl", "sglang,sglang"],
+        tmp_path,
+        capsys,
+    )
+    assert code == 0
+    heads = ("match_prefix:", "insert:", "evict:")
+    ops = [ln for ln in ans.splitlines() if ln.strip().startswith(heads)]
+    assert len(ops) == 3
+    assert all("no significant difference" in ln for ln in ops), ops
+    assert "Noise floor (A/A): sglang/numpy timed against a replica of itself" in ans

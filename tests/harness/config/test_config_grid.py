@@ -31,20 +31,21 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_cartesian_product_and_stable_keys(tmp_path) -> None:
     grid = load_grid(_write(tmp_path, GOOD))
     assert grid.params == ("sim.kv_capacity_tokens", "arrivals.time_scale")
-    assert len(grid.cells) == 2 * 2 * 2 * 2
+    assert len(grid.cells) == 2 * 2 * 2  # points x seeds; the 2 variants of a point together
+    assert all(len(c.variants) == 2 for c in grid.cells)
     keys = [c.key for c in grid.cells]
     assert len(set(keys)) == len(keys)
     assert keys == [c.key for c in load_grid(_write(tmp_path, GOOD)).cells]
     # Changing any value changes the affected keys only.
     other = load_grid(_write(tmp_path, GOOD.replace("200000", "300000")))
     assert len(set(keys) & {c.key for c in other.cells}) == len(keys) // 2
-    # Each cell's scenario carries the base, the parameters, its variant and its seed.
+    # Each cell's scenario carries the base, the parameters, its variants and its seed.
     cell = grid.cells[-1]
     sc = cell.load()
     assert sc.arrivals.max_requests == 30 and sc.sim.max_running == 8
     assert sc.sim.kv_capacity_tokens == cell.params["sim.kv_capacity_tokens"]
     assert sc.arrivals.time_scale == cell.params["arrivals.time_scale"]
-    assert sc.variants == (cell.variant,) and sc.seed == cell.seed == 1
+    assert sc.variants == cell.variants and sc.seed == cell.seed == 1
 
 
 def test_scenario_file_relative_to_grid_and_content_in_key(tmp_path) -> None:
@@ -95,13 +96,13 @@ def test_missing_file(tmp_path) -> None:
 def test_flatten_defaults_to_the_scenarios_own(tmp_path) -> None:
     # mooncake-conversation runs the numpy flatten; a grid that does not compare flattens too
     grid = load_grid(_write(tmp_path, GOOD))
-    assert {c.variant.flatten for c in grid.cells} == {"numpy"}
+    assert {v.flatten for c in grid.cells for v in c.variants} == {"numpy"}
     chosen = load_grid(_write(tmp_path, GOOD + 'flatten = ["sum", "chain"]\n'))
-    assert {c.variant.flatten for c in chosen.cells} == {"sum", "chain"}
+    assert {v.flatten for c in chosen.cells for v in c.variants} == {"sum", "chain"}
     bare = tmp_path / "bare.toml"
     bare.write_text(
         'description = "d"\n[workload]\nkind = "prefix-repetition"\nrequests = 10\n'
         '[arrivals]\nprocess = "constant"\nrate = 1.0\n'
     )
     g = load_grid(_write(tmp_path, GOOD.replace('"mooncake-conversation"', f'"{bare}"')))
-    assert {c.variant.flatten for c in g.cells} == {"chain"}
+    assert {v.flatten for c in g.cells for v in c.variants} == {"chain"}

@@ -137,21 +137,24 @@ def test_scenario_impls_key_and_default() -> None:
         load_scenario("prefix-repetition", {"variants.impls": []})
 
 
-def test_grid_keys_of_radixbench_cells_unchanged(tmp_path) -> None:
-    """A radixbench cell's key is what it was before the impl axis (old sweeps resume)."""
-    import dataclasses
-
+def test_a_cells_key_names_its_point_and_its_variants(tmp_path) -> None:
+    """A cell (one grid point, every variant) is keyed by its canonical JSON: the same grid
+    gives the same keys (a re-run resumes); another variant list, other keys."""
     grid_file = tmp_path / "g.toml"
-    grid_file.write_text(
-        'scenario = "prefix-repetition"\n[grid]\n"arrivals.max_requests" = [5]\n'
+    text = (
+        'scenario = "prefix-repetition"\n[grid]\n"arrivals.max_requests" = [5, 6]\n'
         '[variants]\nevictors = ["heapify"]\nmatchers = ["linear"]\nflatten = ["chain"]\n'
     )
-    (cell,) = load_grid(grid_file).cells
-    old = {**cell.canonical(), "variant": {"evictor": "heapify", "matcher": "linear"}}
-    old["variant"]["flatten"] = "chain"
-    blob = json.dumps(old, sort_keys=True, separators=(",", ":"))
+    grid_file.write_text(text)
+    cells = load_grid(grid_file).cells
+    assert len(cells) == 2 and len({c.key for c in cells}) == 2
+    (cell, _) = cells
+    blob = json.dumps(cell.canonical(), sort_keys=True, separators=(",", ":"))
     assert cell.key == hashlib.sha256(blob.encode()).hexdigest()[:16]
-    assert dataclasses.asdict(cell.variant)["impl"] == "radixbench"
+    assert [v["spec"] for v in cell.canonical()["variants"]] == ["radixbench"]
+    assert [c.key for c in load_grid(grid_file).cells] == [c.key for c in cells]
+    grid_file.write_text(text.replace('["heapify"]', '["heapify", "lru-list"]'))
+    assert not {c.key for c in load_grid(grid_file).cells} & {c.key for c in cells}
 
 
 def test_profile_takes_impl() -> None:
@@ -330,7 +333,7 @@ def test_compare_radixbench_and_sglang_end_to_end(sglang, tmp_path, capsys) -> N
     )
     stdout = capsys.readouterr().out
     assert code == 0, stdout
-    assert "equivalence: OK — all 4 variants" in stdout
+    assert "equivalence: OK — all 5 variants" in stdout
     (run,) = out.iterdir()
     requests = pd.read_parquet(run / "requests.parquet")
     assert set(requests["variant"]) == {
@@ -338,6 +341,7 @@ def test_compare_radixbench_and_sglang_end_to_end(sglang, tmp_path, capsys) -> N
         "heapify/linear/sum",
         "sglang/chain",
         "sglang/sum",
+        "heapify/linear/sum/replica=2",  # the baseline's A/A replica
     }
     hits = requests.pivot(index="rid", columns="variant", values="prefix_hit_tokens")
     assert hits.nunique(axis=1).eq(1).all() and hits.to_numpy().sum() > 0
@@ -381,7 +385,7 @@ def test_user_class_compared_with_installed(sglang, tmp_path, capsys) -> None:
     code = main([*argv, "--impl", f"sglang,sglang:{patch}:Patched"])
     stdout = capsys.readouterr().out
     assert code == 0, stdout
-    assert "equivalence: OK — all 2 variants" in stdout
+    assert "equivalence: OK — all 3 variants" in stdout
     (run,) = out.iterdir()
     meta = json.loads((run / "config.json").read_text())
     user = {e["impl"]: e for e in meta["implementations"]}["sglang:Patched"]
@@ -400,18 +404,19 @@ def test_grid_with_impls_runs_sglang_cells(sglang, tmp_path) -> None:
         'impls = ["radixbench", "sglang"]\n'
     )
     grid = load_grid(grid_file)
-    assert [c.variant.name for c in grid.cells] == [  # the scenario's own flatten
+    (cell,) = grid.cells  # one grid point: every variant in it, interleaved
+    assert [v.name for v in cell.variants] == [  # the scenario's own flatten
         "heapify/linear/numpy",
         "persistent-heap/linear/numpy",
         "sglang/numpy",
     ]
-    sgl_cell = grid.cells[-1]
-    assert sgl_cell.load().variants == (sgl_cell.variant,)
-    assert sgl_cell.canonical()["variant"]["impl"] == "sglang"
+    assert cell.load().variants == cell.variants
+    assert cell.canonical()["variants"][-1]["spec"] == "sglang"
     cells = tmp_path / "cells"
-    for cell in grid.cells:
-        run_cell(cell, str(cells))
+    run_cell(cell, str(cells))
     res = gather(grid, cells)
     assert res["impl"].tolist() == ["radixbench", "radixbench", "sglang"]
-    assert res["evictor"].tolist() == ["heapify", "persistent-heap", "sglang"]
+    assert res["evictor"].tolist()[:2] == ["heapify", "persistent-heap"]
+    assert pd.isna(res["evictor"].iloc[2])  # SGLang's evictor is its own
     assert res["prefix_hit_rate"].nunique() == 1
+    assert not res["overloaded"].any()

@@ -1,5 +1,5 @@
-"""Sweep grids over clusters: routers x instances x load cells (each one router's run), keyed
-apart, routers defaulting to the scenario's ``[cluster]``."""
+"""Sweep grids over clusters: instances x load cells, each one grid point running every router
+interleaved, keyed apart, routers defaulting to the scenario's ``[cluster]``."""
 
 from __future__ import annotations
 
@@ -23,16 +23,18 @@ routers = ["round-robin", "cache-aware"]
 """
 
 
-def test_cells_per_router_instances_and_load(tmp_path: Path) -> None:
+def test_cells_per_instances_and_load_with_every_router(tmp_path: Path) -> None:
     path = tmp_path / "g.toml"
     path.write_text(GRID)
     grid = load_grid(path)
-    assert len(grid.cells) == 3 * 2 * 2
+    assert len(grid.cells) == 3 * 2
     assert len({c.key for c in grid.cells}) == len(grid.cells)
     cell = next(c for c in grid.cells if c.params["cluster.instances"] == 4)
-    (variant,) = cell.load().variants
-    assert dict(variant.extra)["instances"] == "4"
-    assert cell.load().cluster.routers == (dict(variant.extra)["router"],)
+    scenario = cell.load()
+    assert [dict(v.extra)["router"] for v in scenario.variants] == ["round-robin", "cache-aware"]
+    assert {dict(v.extra)["instances"] for v in scenario.variants} == {"4"}
+    assert scenario.cluster is not None
+    assert scenario.cluster.routers == ("round-robin", "cache-aware")
 
 
 def test_routers_default_to_the_scenario_cluster(tmp_path: Path) -> None:
@@ -42,7 +44,9 @@ def test_routers_default_to_the_scenario_cluster(tmp_path: Path) -> None:
             "[base]\n", '[base]\n"cluster.routers" = ["random", "precise"]\n'
         )
     )
-    routers = {dict(c.variant.extra)["router"] for c in load_grid(path).cells}
+    routers = {
+        dict(v.extra)["router"] for c in load_grid(path).cells for v in c.load().variants
+    }
     assert routers == {"random", "precise"}
     path.write_text(GRID.replace('"cache-aware"]', '"nope"]'))
     with pytest.raises(GridError, match=r"cluster\.routers"):

@@ -136,3 +136,29 @@ def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
     assert err.count("\n") == 1 and "workload.nope" in err
     assert main(["study", str(path), "--scheduler", "localhost:1"]) == 2
     assert "--scheduler" in capsys.readouterr().err
+
+
+def test_a_study_compares_implementations_with_impl(tmp_path, cluster) -> None:
+    """Issue 22, defect 7: ``--impl`` makes a study evaluate a patch (here the persistent-heap
+    subclass of sglang's legacy RadixCache against it), point by point."""
+    pytest.importorskip("sglang")
+    patch = Path(__file__).parents[3] / "examples" / "sglang_persistent_heap.py"
+    spec = load_study(_write(tmp_path, TINY), quick=False)
+    spec = spec.with_impls(["sglang-legacy", f"sglang-legacy:{patch}:PersistentHeapRadixCache"])
+    assert (spec.baseline, spec.candidates) == (
+        "sglang-legacy",
+        ("sglang-legacy:PersistentHeapRadixCache",),
+    )
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
+    pts = pd.read_parquet(out.run_dir / "points.parquet")
+    assert set(pts["candidate"]) == {"sglang-legacy:PersistentHeapRadixCache"}
+    assert set(pts["baseline_variant"]) == {"sglang-legacy/numpy"}
+    assert (pts["evict_calls"] > 0).all()
+
+
+def test_impl_errors_are_one_line(tmp_path, capsys) -> None:
+    path = _write(tmp_path, TINY)
+    assert main(["study", str(path), "--impl", "sglang"]) == 2
+    assert "two or more implementations" in capsys.readouterr().err
+    assert main(["study", str(path), "--set", "variants.impls=['sglang']"]) == 2
+    assert "compare implementations with --impl" in capsys.readouterr().err

@@ -1,0 +1,158 @@
+"""Bootstrap confidence intervals of a ratio of two statistics, by ``scipy.stats.bootstrap``.
+
+``bootstrap_ratio(baseline, candidate)`` gives ``stat(baseline) / stat(candidate)`` (the median
+by default) and its 95 % interval. Two samples of one operation's calls under two variants are
+resampled independently (``paired=False``: the calls do not pair up); the same requests under
+two variants are resampled jointly (``paired=True``). Method: BCa (bias-corrected and
+accelerated) while both samples hold at most :data:`BCA_MAX` values — its jackknife costs one
+statistic per value, O(n^2) for a median (1.3 s for two samples of 2,300, 9x the percentile
+interval, on a 2-core VM) — and the percentile interval beyond that (large samples' intervals
+are narrow and their bias small); :func:`ci_method` names the one a pair of sizes gets, for the
+reports. Resamples are drawn by a ``numpy`` generator seeded with ``seed``, in batches bounded
+by :data:`_CHUNK_ELEMENTS` (memory), so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["BCA_MAX", "bootstrap_paired", "bootstrap_ratio", "ci_method"]
+
+#: Largest sample (values per side) that gets a BCa interval; larger ones get the percentile
+#: interval.
+BCA_MAX = 1_000
+#: At most this many resampled values are held at once per sample (bounds memory).
+_CHUNK_ELEMENTS = 4_000_000
+
+
+def ci_method(n_baseline: int, n_candidate: int) -> str:
+    """``BCa`` or ``percentile``: the interval :func:`bootstrap_ratio` computes for samples
+    of these sizes."""
+    return "BCa" if max(n_baseline, n_candidate) <= BCA_MAX else "percentile"
+
+
+def _ratio_of(stat: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The vectorised statistic ``stat(b) / stat(c)`` along ``axis``: ``inf`` where only the
+    candidate's statistic is 0, NaN where both are."""
+
+    def ratio(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
+        sb, sc = stat(b, axis=axis), stat(c, axis=axis)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(sc == 0, np.where(sb == 0, np.nan, np.inf), sb / sc)
+
+    return ratio
+
+
+def bootstrap_ratio(
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    paired: bool = False,
+    stat: Callable[..., np.ndarray] = np.median,
+) -> tuple[float, float, float]:
+    """``stat(baseline) / stat(candidate)`` and its bootstrap interval at ``level``.
+
+    ``baseline``, ``candidate``: 1-D samples (any unit, the same for both; NaNs dropped).
+    ``stat``: a reduction called as ``stat(x, axis=...)`` (default ``np.median``). Unpaired
+    (default): the samples are resampled independently; ``paired``: element i of both belongs
+    together (the same request under two variants), pairs with a NaN on either side are
+    dropped and pairs are resampled jointly (``ValueError`` on unequal lengths). Method: see
+    :func:`ci_method`. A degenerate resampling distribution (every resample gives the same
+    ratio, e.g. identical paired samples) gives that ratio as both ends; infinite ratios (a
+    candidate statistic of 0) are bounded by sample values (inverted-CDF percentiles).
+    Returns ``(ratio, ci_low, ci_high)``; all NaN when either sample is empty. Raises
+    :class:`ValueError` on ``n_resamples < 1`` or ``level`` outside (0, 1).
+    """
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    b = np.asarray(baseline, dtype=np.float64)
+    c = np.asarray(candidate, dtype=np.float64)
+    if paired:
+        if b.size != c.size:
+            raise ValueError(f"paired samples differ in length: {b.size} vs {c.size}")
+        keep = ~(np.isnan(b) | np.isnan(c))
+        b, c = b[keep], c[keep]
+    else:
+        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+    if b.size == 0 or c.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    statistic = _ratio_of(stat)
+    ratio = float(statistic(b, c))
+    method = ci_method(b.size, c.size)
+    batch = max(1, _CHUNK_ELEMENTS // max(b.size, c.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate / non-finite distributions: handled below
+        res = stats.bootstrap(
+            (b, c),
+            statistic,
+            n_resamples=n_resamples,
+            paired=paired,
+            vectorized=True,
+            confidence_level=level,
+            method=method,
+            batch=batch,
+            rng=np.random.default_rng(seed),
+        )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return ratio, lo, hi
+    dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+    dist = dist[~np.isnan(dist)]
+    if dist.size == 0:
+        return ratio, float("nan"), float("nan")
+    if dist.min() == dist.max():
+        return ratio, float(dist[0]), float(dist[0])
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(dist, [tail, 100.0 - tail], method="inverted_cdf")
+    return ratio, float(lo), float(hi)
+
+
+def bootstrap_paired(
+    samples: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """``statistic(*samples)`` and its bootstrap interval at ``level``, the samples resampled
+    jointly (element i of each belongs together: one request). ``statistic`` is vectorised:
+    called as ``statistic(*resamples, axis=-1)``. Method as :func:`ci_method` (by the sample
+    size); a degenerate distribution gives its value as both ends. Returns ``(value, low,
+    high)``; all NaN for empty samples. Raises ``ValueError`` on samples of unequal length."""
+    xs = tuple(np.asarray(x, dtype=np.float64) for x in samples)
+    n = xs[0].size
+    if any(x.size != n for x in xs):
+        raise ValueError("paired samples differ in length")
+    if n == 0:
+        return float("nan"), float("nan"), float("nan")
+    value = float(statistic(*xs, axis=-1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            xs,
+            statistic,
+            n_resamples=n_resamples,
+            paired=True,
+            vectorized=True,
+            confidence_level=level,
+            method=ci_method(n, n),
+            batch=max(1, _CHUNK_ELEMENTS // n),
+            rng=np.random.default_rng(seed),
+        )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+        dist = dist[np.isfinite(dist)]
+        if dist.size and dist.min() == dist.max():
+            lo = hi = float(dist[0])
+    return value, lo, hi

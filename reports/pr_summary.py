@@ -1,0 +1,102 @@
+"""The block a reviewer pastes into a PR comment: what was compared, how fast, how sure.
+
+:func:`summary_block` gives Markdown lines, the first thing ``report.md`` holds and all that
+``compare --summary-only`` prints: one table row per compared op (the headline's comparisons:
+each axis at the baseline's other settings) with the baseline's and the candidate's p50 in
+µs, the ratio with its 95 % interval and the A/A noise floor, calls, the condition the calls
+saw and the verdict; then the serving effect, the equivalence, the machine and the command
+that reproduces the run.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from radixbench.reports.diagnostics import AxisCheck
+from radixbench.reports.markdown import markdown_table
+from radixbench.reports.record import RunMeta
+
+__all__ = ["summary_block"]
+
+
+def _x(v: float) -> str:
+    return "n/a" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.3g}")
+
+
+def _us(ns: float) -> str:
+    return "n/a" if math.isnan(ns) else f"{ns / 1e3:,.2f}"
+
+
+def summary_block(
+    verdicts: pd.DataFrame,
+    checks: Mapping[str, AxisCheck],
+    serving: Sequence[str],
+    equivalence: Mapping[str, Any],
+    meta: RunMeta,
+    main_rows: pd.DataFrame | None = None,
+) -> list[str]:
+    """Markdown lines of the summary (module docstring). ``verdicts``: the verdict table
+    (``withhold`` applied); ``main_rows``: the rows the headline states (default: every op
+    row but the A/A control's); ``checks``: the axis checks (their conditions); ``serving``:
+    the answer's serving lines; ``equivalence``: the check's result; ``meta``: the record
+    (scenario, environment, ``command_line``). Pure."""
+    rows = main_rows if main_rows is not None else verdicts[verdicts["axis"] != "replica"]
+    rows = rows[rows["metric"].str.endswith(" ns")] if len(rows) else rows
+    table = []
+    for _, r in rows.iterrows():
+        op = str(r["metric"]).removesuffix(" ns")
+        check = checks.get(str(r["axis"]))
+        cond = check.conditions.get(op, check.condition) if check is not None else ""
+        floor = ""
+        if not math.isnan(float(r.get("aa_low", math.nan))):
+            floor = f" (A/A {_x(float(r['aa_low']))}–{_x(float(r['aa_high']))})"
+        table.append(
+            [
+                op,
+                f"{r['candidate']} vs {r['baseline']}",
+                _us(float(r["baseline_median"])),
+                _us(float(r["candidate_median"])),
+                f"{_x(float(r['ratio']))} [{_x(float(r['ci_low']))}–{_x(float(r['ci_high']))}]"
+                + floor,
+                f"{int(r['n_candidate']):,}",
+                cond,
+                str(r["verdict"]),
+            ]
+        )
+    head = ["op", "candidate vs baseline", "baseline p50 µs", "candidate p50 µs",
+            "ratio [95% CI]", "calls", "condition", "verdict"]  # fmt: skip
+    name = meta.scenario.split(":")[0]
+    out = [f"### radixbench: {name}", ""]
+    out += [markdown_table(head, table), ""] if table else ["_no op compared_", ""]
+    out += [
+        "ratio = baseline p50 / candidate p50 (> 1: the candidate is faster); intervals: "
+        "bootstrap (BCa up to 1,000 calls a side, percentile beyond); a verdict needs its "
+        "interval to clear both 1 and the A/A noise floor (the baseline timed against a replica "
+        "of itself).",
+        "",
+    ]
+    out += [f"- Serving: {s}" for s in serving[:1]]
+    if equivalence.get("ok"):
+        eq = (
+            f"PASS — {len(equivalence.get('variants', []))} variants, identical prefix hits "
+            f"for all {equivalence.get('n_requests', 0):,} requests"
+        )
+    else:
+        d = equivalence.get("first_diff") or {}
+        eq = f"DIVERGED — first differing request rid={d.get('rid')}"
+    out.append(f"- Equivalence: {eq}")
+    env = meta.environment
+    machine = (
+        f"{env.get('cpu', 'n/a')}, {env.get('cores', 'n/a')} cores, Python "
+        f"{env.get('python', 'n/a')}, torch {env.get('torch', 'n/a')}, radixbench "
+        f"{env.get('git_commit', 'n/a')}"
+    )
+    out.append(f"- Machine: {machine}")
+    if meta.command_line:
+        out.append(f"- Reproduce: `{shlex.join(meta.command_line)}`")
+    return out

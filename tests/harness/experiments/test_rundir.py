@@ -1,0 +1,63 @@
+"""Run folders appear whole or not at all: SIGTERM, stale temporary folders, a bad --out."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from radixbench.harness.cli import main
+from radixbench.harness.experiments.rundir import AtomicRunDir, RunDirError, remove_stale
+
+
+def test_stale_temporary_folders_of_dead_runs_are_removed(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    stale = tmp_path / f".tmp-20260101-000000-{int(dead.stdout)}"
+    live = tmp_path / f".tmp-20260101-000000-{os.getpid()}"
+    stale.mkdir()
+    live.mkdir()
+    assert remove_stale(tmp_path) == [stale]
+    assert not stale.exists() and live.exists()
+    with AtomicRunDir(tmp_path, "x") as run:
+        assert run.tmp.is_dir()
+    assert run.final == tmp_path / "x"
+
+
+@pytest.mark.parametrize("case", ["file", "read-only"])
+def test_a_bad_out_is_one_line_naming_it(case: str, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    if case == "file":
+        out.write_text("not a folder")
+    else:
+        out.mkdir()
+        out.chmod(0o500)
+        if os.access(out, os.W_OK):  # root ignores permissions: nothing to test
+            pytest.skip("running as a user that can write a read-only folder")
+    with pytest.raises(RunDirError, match=str(out)):
+        AtomicRunDir(out).__enter__()
+    code = main(["compare", "--requests", "10", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(out) in err[0] and ".tmp" not in err[0]
+
+
+def test_sigterm_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    """SIGTERM during a run: exit 143, the hidden temporary folder removed."""
+    out = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "radixbench.harness", "compare", "mooncake-conversation",
+           "--requests", "400", "--out", str(out), "--no-progress"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(out.glob(".tmp-*")):
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated; no run folder was written" in err
+    assert not list(out.glob(".tmp-*")) and not list(out.iterdir())
