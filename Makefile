@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint install clean bench bench-sim
+.PHONY: demo test test-fast lint install clean bench bench-sim
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,8 +36,14 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed-run
 	$(BIN)/radixbench compare
 
+# The test suite without the slow tests; --durations names the 25 slowest (CI runs this).
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" --durations=25
+
+# The same without the end-to-end tests (-m e2e: Dask clusters, scalene, Jupyter kernels,
+# headless Chromium): the quick check while editing.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not slow and not e2e"
 
 # Cache microbenchmarks (a few minutes): prints the tables, writes plots to runs/bench and
 # regenerates BENCHMARKS.md. Run it on a quiet machine.

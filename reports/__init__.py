@@ -40,6 +40,7 @@ from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
 from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
+from radixbench.reports.reference import reference_lines, reference_rows
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
     OP_COLUMNS,
@@ -165,6 +166,16 @@ def write_report(
             diverged=diverged,
         )
         verdicts = withhold(verdicts, ans.checks)
+        if meta.reference:
+            ref_rows = reference_rows(
+                ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
+            )
+            ans.headline[:0] = reference_lines(ref_rows, _reference_label(meta))
+            verdicts = (
+                pd.concat([verdicts, ref_rows], ignore_index=True) if len(ref_rows) else verdicts
+            )
+        if meta.reference_note:
+            ans.headline.insert(0, f"Reference: {meta.reference_note}.")
         summary = summary_block(
             verdicts, ans.checks, ans.serving, equivalence, meta, withhold(ans.stated, ans.checks)
         )
@@ -199,6 +210,17 @@ def write_report(
             frames = (requests, ops, timeseries, metrics)
             _render(result, run_dir, frames, meta, equivalence, svg, bar)
     return result
+
+
+def _reference_label(meta: RunMeta) -> str:
+    """``sglang 0.5.23 as served (rust tree core)``: how the answer names the reference."""
+    entry: dict[str, Any] = next(
+        (e for e in meta.implementations if e.get("impl") == meta.reference), {}
+    )
+    version = f" {entry['version']}" if entry.get("version") else ""
+    served = " as served" if str(entry.get("spec", "")).partition(":")[0] == "sglang" else ""
+    core = f" ({entry['tree_core']} tree core)" if entry.get("tree_core") else ""
+    return f"{meta.reference}{version}{served}{core}"
 
 
 #: Steps of :func:`_render` counted by the progress bar: 9 plots, report.md, report.html.

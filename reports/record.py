@@ -49,7 +49,9 @@ class RunMeta:
     its axes (``impl``, ``evictor``, ``matcher``, ``flatten``, further axes; ``None`` where
     the implementation runs its own algorithm). ``baseline``: axis -> value the verdicts
     compare against as the user named it (``--baseline``; ``None``: the defaults);
-    ``expect_divergence``: the user expects the variants' prefix hits to differ (a policy
+    ``reference`` / ``reference_note``: the label of the reference implementation's variant
+    (what SGLang serves with, run beside the variants) and why an asked-for reference did not
+    run; ``expect_divergence``: the user expects the variants' prefix hits to differ (a policy
     patch, ``--expect-divergence``): the report states the behaviour change, exit status 0.
     ``implementations``: the Implementations table's entries (label, spec, version, origin,
     class, files, reference...). ``hit_rate_ceiling`` / ``hit_rate_belady``: the bounds the
@@ -71,6 +73,8 @@ class RunMeta:
     chunked_prefill_size: int | None = None
     cost_model: str | None = None
     baseline: dict[str, str] | None = None
+    reference: str = ""
+    reference_note: str = ""
     expect_divergence: bool = False
     variants: list[dict[str, Any]] = field(default_factory=list)
     implementations: list[dict[str, Any]] = field(default_factory=list)

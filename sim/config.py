@@ -65,12 +65,14 @@ class Variant:
             if value not in known:
                 raise ValueError(f"unknown {key} {value!r}; known: {', '.join(known)}")
         check_spec(self.impl)
-        if self.impl == RADIXBENCH:
-            if self.impl_label not in ("", RADIXBENCH):
-                raise ValueError(f"the radixbench impl cannot be relabelled {self.impl_label!r}")
-            object.__setattr__(self, "impl_label", RADIXBENCH)
+        own = default_label(self.impl)
+        if {"evictor", "matcher"} <= self.own_algorithms:
+            # its variants are named by their algorithms, not by a label: none to set
+            if self.impl_label not in ("", own):
+                raise ValueError(f"the {own} impl cannot be relabelled {self.impl_label!r}")
+            object.__setattr__(self, "impl_label", own)
         elif not self.impl_label:
-            object.__setattr__(self, "impl_label", default_label(self.impl))
+            object.__setattr__(self, "impl_label", own)
         if not self.impl_label.strip():
             raise ValueError(f"impl label {self.impl_label!r}: must be non-empty")
         names = [k for k, _ in self.extra]

@@ -71,11 +71,11 @@ class PolicyReplay:
 
     ``impl``: a registered implementation's spec (``radixbench.cache.registry``; default
     radixbench's cache with :data:`EVICTOR` / :data:`MATCHER`), ``label`` its label; ``name``
-    the run's column in the per-request table (the policy for radixbench's cache, else
-    ``<label> <policy>``). ``hits``: int64 ``[n]`` tokens hit per request; ``wall_s``: seconds
-    spent in ``step``; ``evict_calls`` / ``evicted_tokens``: evictions made; ``not_cached``:
-    requests too long for the pool. Raises ``ValueError`` for an unknown policy, an
-    implementation that cannot run it, or a pool smaller than one page.
+    the run's column in the per-request table (default: the policy; :func:`replay` names runs
+    ``<label> <policy>`` when implementations are given). ``hits``: int64 ``[n]`` tokens hit
+    per request; ``wall_s``: seconds spent in ``step``; ``evict_calls`` / ``evicted_tokens``:
+    evictions made; ``not_cached``: requests too long for the pool. Raises ``ValueError`` for
+    an unknown policy, an implementation that cannot run it, or a pool smaller than one page.
     """
 
     def __init__(
@@ -86,9 +86,10 @@ class PolicyReplay:
         n: int,
         impl: str = "radixbench",
         label: str = "radixbench",
+        name: str | None = None,
     ) -> None:
         self.policy, self.impl, self.label = policy, impl, label
-        self.name = policy if impl == "radixbench" else f"{label} {policy}"
+        self.name = policy if name is None else name
         self.allocator = make_allocator(capacity_tokens, page_size, "cpu", check_repeats=False)
         config = CacheConfig(page_size, EVICTOR, MATCHER, policy)
         self.cache = make_cache(impl, None, self.allocator, config)
@@ -273,7 +274,9 @@ def replay(
     n = len(requests)
     pairs = list(impls) if impls else [("radixbench", "radixbench")]
     runs = [
-        PolicyReplay(name, capacity_tokens, page_size, n, spec, label)
+        PolicyReplay(
+            name, capacity_tokens, page_size, n, spec, label, f"{label} {name}" if impls else None
+        )
         for spec, label in pairs
         for name in names
     ]

@@ -8,8 +8,20 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from radixbench.reports.study import point_rows
+
+#: pytester: tests/cache/test_volume_checks.py runs pytest sessions of its own.
+pytest_plugins = ["pytester"]
+
+# One torch intra-op thread for the whole session, as ``compare`` runs (it sets the same:
+# harness/experiments/compare.py). The tests make many tiny tensors (KV slot lists, masks), on
+# which thread hand-offs cost more than the work, and much more whenever another process
+# competes for the cores: on a busy 2-core machine the cache tests ran several times slower
+# with two threads. It also stops the session's thread count depending on which test first
+# ran compare in-process.
+torch.set_num_threads(1)
 
 
 def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):

@@ -56,6 +56,7 @@ OVERRIDES = {
     "matchers": "variants.matchers",
     "flatten": "variants.flatten",
     "impls": "variants.impls",
+    "reference": "variants.reference",
     "policy": "sim.policy",
     "kv_capacity": "sim.kv_capacity_tokens",
     "page_size": "sim.page_size",
@@ -149,6 +150,14 @@ def add_scenario_arguments(
         )
         c.add_argument(
             "--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=impl_help()
+        )
+        c.add_argument(
+            "--reference",
+            metavar="SPEC|none",
+            help="an implementation run beside the variants as a reference, e.g. sglang (what "
+            "sglang 0.5.23 serves with), or none (default: the scenario's; the default "
+            "scenario's is sglang); one that cannot load here is left out, and the report says "
+            "why",
         )
     if baseline:
         c.add_argument(

@@ -76,6 +76,11 @@ class Scenario:
     on_bad_line: str = "error"
     base_dir: pathlib.Path | None = None
     cluster: Any = None  # radixbench.cluster.spec.ClusterSpec | None
+    #: the label of the reference implementation's variant among ``variants`` (``[variants]
+    #: reference``: what SGLang serves with, beside radixbench's algorithms), "" without one
+    reference: str = ""
+    #: why the reference asked for does not run (not installed, cannot load...), "" when it does
+    reference_note: str = ""
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -85,11 +90,40 @@ def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
     return value
 
 
-def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, ...]:
+def _reference(
+    table: dict[str, Any], file: str, policy: str, flatten: str, taken: set[str]
+) -> tuple[Variant | None, str]:
+    """The reference variant of ``[variants] reference`` (an implementation spec; ``"none"`` or
+    absent: no reference) and why it does not run when it cannot load or run ``policy`` (the run
+    goes on without it: a reference is information beside the comparison, not part of it)."""
+    spec = table.get("reference", "none")
+    if not isinstance(spec, str) or not spec.strip():
+        raise ScenarioError(file, "variants.reference", "an implementation spec or 'none'")
+    if spec == "none":
+        return None, ""
+    try:
+        (impl,) = resolve_impls([spec])
+        check_policy((impl,), policy)
+    except ImplError as exc:
+        return None, f"the reference {spec} does not run here: {exc}"
+    if impl.takes_algorithms:
+        raise ScenarioError(
+            file, "variants.reference", f"{spec}: a reference runs its own algorithms"
+        )
+    if impl.label in taken:  # already compared: it is its own reference
+        return None, ""
+    return Variant(flatten=flatten, impl=impl.spec, impl_label=impl.label), ""
+
+
+def _variants(
+    table: dict[str, Any], file: str, policy: str
+) -> tuple[tuple[Variant, ...], Variant | None, str]:
     for key in table:
-        if key not in _DEFAULT_VARIANTS:
+        if key not in (*_DEFAULT_VARIANTS, "reference"):
             raise ScenarioError(
-                file, f"variants.{key}", f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}"
+                file,
+                f"variants.{key}",
+                f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}, reference",
             )
     lists = {}
     for key, default in _DEFAULT_VARIANTS.items():
@@ -115,7 +149,8 @@ def _variants(table: dict[str, Any], file: str, policy: str) -> tuple[Variant, .
         raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
-    return tuple(out)
+    ref, note = _reference(table, file, policy, lists["flatten"][0], {i.label for i in impls})
+    return tuple(out), ref, note
 
 
 def parse_scenario(
@@ -162,13 +197,17 @@ def parse_scenario(
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
-    variants = _variants(_table(doc, "variants", file), file, sim.policy)
+    variants, ref, note = _variants(_table(doc, "variants", file), file, sim.policy)
     cluster = None
     if "cluster" in doc:
         from radixbench.cluster.spec import router_variants
 
         cluster = parse_cluster(_table(doc, "cluster", file), file)
         variants = router_variants(variants, cluster)
+        if ref is not None:  # a cluster compares routers; the reference's ops are a server's
+            note, ref = f"the reference {ref.impl_label} runs on one server, not in a cluster", None
+    elif ref is not None:
+        variants = (*variants, ref)
     return Scenario(
         name,
         file,
@@ -182,6 +221,8 @@ def parse_scenario(
         on_bad,
         base_dir,
         cluster,
+        ref.impl_label if ref is not None else "",
+        note,
     )
 
 

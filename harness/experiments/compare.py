@@ -216,6 +216,8 @@ def run_compare(
         chunked_prefill_size=sim.chunked_prefill_size,
         cost_model=getattr(sim.cost, "name", type(sim.cost).__name__),
         baseline=dict(spec.baseline) if spec.baseline else None,
+        reference=spec.scenario.reference,
+        reference_note=spec.scenario.reference_note,
         expect_divergence=spec.expect_divergence,
         variants=[{"name": v.name, **v.axes()} for v in variants],
         implementations=implementations(variants, [s.cache for s in sims]),

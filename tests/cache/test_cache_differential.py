@@ -16,15 +16,18 @@ evict and, with locks held, fail.
 
 Seeds are derandomised (each parametrization gets its own, from its node id), so the suite is
 reproducible; failing streams are shrunk. A ledger counts the distinct streams and operations
-run; ``test_zz_operation_count`` requires at least ``TARGET_OPS`` distinct operations, every
-evictor x matcher pair to have run streams under every policy, and every kind of outcome the
-streams are meant to exercise to have occurred. (Running every pair on every stream checked the
-same pairs 4x as often for 4x the time; the window keeps every pair x policy covered.)
+run; the volume check ``volume[differential]`` (``check_volume``, run by tests/cache/conftest.py
+at the end of the session once every case passed; it fails, not skips, when short) requires at
+least ``TARGET_OPS`` distinct operations, every evictor x matcher pair to have run streams under
+every policy, and every kind of outcome the streams are meant to exercise to have occurred.
+(Running every pair on every stream checked the same pairs 4x as often for 4x the time; the
+window keeps every pair x policy covered.)
 """
 
 from __future__ import annotations
 
 import hashlib
+import textwrap
 from collections import Counter
 from typing import Any
 
@@ -334,6 +337,59 @@ def run_lockstep(
     return seen
 
 
+def check_volume() -> str:
+    """The volume of ``test_all_variants_agree``, checked once all its cases passed: at least
+    ``TARGET_OPS`` distinct random operations, each on every pair of its window with
+    ``check_integrity`` after it, every pair run under every policy, and every outcome the
+    streams are built to reach occurred. Returns the line for the terminal summary."""
+    cases = len(POLICIES) * len(PAGES) * len(MODES)
+    assert not LEDGER.failed and len(LEDGER.passed) == cases, (
+        f"{len(LEDGER.passed)} of {cases} cases passed and recorded their streams"
+    )
+    assert LEDGER.distinct_ops >= TARGET_OPS, (
+        f"{LEDGER.distinct_ops} distinct ops, want >= {TARGET_OPS}"
+    )
+    assert LEDGER.checked_ops >= LEDGER.distinct_ops * WINDOW
+    uncovered = [
+        (policy, *pair)
+        for policy in POLICIES
+        for pair in PAIRS
+        if LEDGER.pair_streams[(policy, *pair)] < 2
+    ]
+    assert not uncovered, f"pairs that ran fewer than 2 streams under a policy: {uncovered}"
+    wanted = [
+        "insert new tokens",
+        "insert fully cached",
+        "insert evicted under memory pressure",
+        "insert evicted while locks held",
+        "insert found the pool full (locked)",
+        "split by insert",
+        "split by match",
+        "match hit",
+        "match miss",
+        "lock protected tokens",
+        "unlock released tokens",
+        "evict with victims",
+        "evict of several leaves",
+        "evict while locks held",
+        "evict stopped at locked nodes",
+        "bigram match rounded down to a page",
+        "same tokens cached in another namespace only",
+    ]
+    rare = [name for name in wanted if LEDGER.outcomes[name] < 100]
+    assert not rare, f"streams too rarely reach: {rare}"
+    seen = ", ".join(f"{name} {count}" for name, count in sorted(LEDGER.outcomes.items()))
+    return "\n".join(
+        [
+            f"{len(LEDGER.streams)} distinct streams, {LEDGER.distinct_ops} distinct ops "
+            f"(>= {TARGET_OPS}), {LEDGER.checked_ops} checked cache ops ({len(PAIRS)} pairs, "
+            f"{WINDOW + 1} a stream)",
+            *textwrap.wrap(f"outcomes: {seen}", 96, initial_indent="  ", subsequent_indent="  "),
+        ]
+    )
+
+
+@pytest.mark.volume("differential", check_volume)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("policy", sorted(POLICIES))
@@ -366,47 +422,3 @@ def test_all_variants_agree(policy: str, page: int, mode: str, ops: list, offset
     LEDGER.checked_ops += (len(ops) + 1) * len(pairs)
     LEDGER.pair_streams.update((policy, *pair) for pair in pairs)
     LEDGER.passed.add((policy, page, mode))
-
-
-def test_zz_operation_count() -> None:
-    """Runs last in this module: when every parametrization above ran and passed, they ran at
-    least ``TARGET_OPS`` distinct random operations, each on every pair with
-    ``check_integrity`` after it, and every outcome the streams are built to reach occurred."""
-    if LEDGER.failed or len(LEDGER.passed) < len(POLICIES) * len(PAGES) * len(MODES):
-        pytest.skip("some differential tests were deselected or failed")
-    print(
-        f"\ndifferential: {len(LEDGER.streams)} distinct streams, {LEDGER.distinct_ops} distinct "
-        f"ops, {LEDGER.checked_ops} checked cache ops ({len(PAIRS)} pairs, {WINDOW + 1} a stream)"
-    )
-    for name, count in sorted(LEDGER.outcomes.items()):
-        print(f"  {name}: {count}")
-    assert LEDGER.distinct_ops >= TARGET_OPS
-    assert LEDGER.checked_ops >= LEDGER.distinct_ops * WINDOW
-    uncovered = [
-        (policy, *pair)
-        for policy in POLICIES
-        for pair in PAIRS
-        if LEDGER.pair_streams[(policy, *pair)] < 2
-    ]
-    assert not uncovered, f"pairs that ran fewer than 2 streams under a policy: {uncovered}"
-    wanted = [
-        "insert new tokens",
-        "insert fully cached",
-        "insert evicted under memory pressure",
-        "insert evicted while locks held",
-        "insert found the pool full (locked)",
-        "split by insert",
-        "split by match",
-        "match hit",
-        "match miss",
-        "lock protected tokens",
-        "unlock released tokens",
-        "evict with victims",
-        "evict of several leaves",
-        "evict while locks held",
-        "evict stopped at locked nodes",
-        "bigram match rounded down to a page",
-        "same tokens cached in another namespace only",
-    ]
-    rare = [name for name in wanted if LEDGER.outcomes[name] < 100]
-    assert not rare, f"streams too rarely reach: {rare}"

@@ -1,4 +1,8 @@
-"""evict: order, cascade, locks, slot freeing, policies, evictor equivalence."""
+"""evict: order, cascade, locks, slot freeing, policies, evictor equivalence.
+
+The tests run once per evictor (matcher fixed: ``make_cache_per_evictor`` /
+``make_impl_per_evictor``, the latter with sglang 0.5.23's own ``RadixCache`` beside); the
+equivalence tests run every evictor x matcher pair themselves."""
 
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ def _leaf(cache, tokens, extra_key=None):
     return r.last_node
 
 
-def test_evict_zero_or_negative_is_noop(make_cache, put, paths) -> None:
-    cache, alloc = make_cache()
+def test_evict_zero_or_negative_is_noop(make_cache_per_evictor, put, paths) -> None:
+    cache, alloc = make_cache_per_evictor()
     put(cache, alloc, [1, 2, 3])
     before = (paths(cache), alloc.available_size())
     for n in (0, -5):
@@ -29,8 +33,8 @@ def test_evict_zero_or_negative_is_noop(make_cache, put, paths) -> None:
     assert (paths(cache), alloc.available_size()) == before
 
 
-def test_evict_lru_older_access_first(make_cache, put, paths) -> None:
-    cache, alloc = make_cache(kv_size=32)
+def test_evict_lru_older_access_first(make_cache_per_evictor, put, paths) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=32)
     put(cache, alloc, [1, 2, 3])  # A
     _, vb = put(cache, alloc, [4, 5])  # B
     put(cache, alloc, [6, 7, 8, 9])  # C
@@ -63,8 +67,8 @@ def test_evict_lru_older_access_first(make_cache, put, paths) -> None:
     assert cache.evict(5) == (0, [])
 
 
-def test_evict_cascades_to_parent_within_one_call(make_cache, put) -> None:
-    cache, alloc = make_cache(kv_size=32)
+def test_evict_cascades_to_parent_within_one_call(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=32)
     put(cache, alloc, [1, 2, 3])  # t1
     put(cache, alloc, [1, 2, 4])  # t2: [1,2] (t2) -> {[3] (t2), [4] (t2)}
     put(cache, alloc, [7, 7])  # t3
@@ -81,8 +85,8 @@ def test_evict_cascades_to_parent_within_one_call(make_cache, put) -> None:
     assert cache.root.children[7] is z
 
 
-def test_locked_path_never_evicted(make_cache, put, paths) -> None:
-    cache, alloc = make_cache(kv_size=64)
+def test_locked_path_never_evicted(make_cache_per_evictor, put, paths) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=64)
     _, v1 = put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 2, 4])
     put(cache, alloc, [7, 7])
@@ -109,8 +113,8 @@ def test_locked_path_never_evicted(make_cache, put, paths) -> None:
     assert alloc.available_size() == 64
 
 
-def test_lock_on_inner_node_protects_ancestors_only(make_cache, put) -> None:
-    cache, alloc = make_cache(kv_size=64)
+def test_lock_on_inner_node_protects_ancestors_only(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=64)
     put(cache, alloc, [1, 2, 3, 4])
     put(cache, alloc, [1, 2, 5, 6])
     upper = _leaf(cache, [1, 2])
@@ -127,8 +131,8 @@ def test_lock_on_inner_node_protects_ancestors_only(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_evicted_slots_are_reusable(make_cache, put) -> None:
-    cache, alloc = make_cache(kv_size=8)
+def test_evicted_slots_are_reusable(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=8)
     put(cache, alloc, [1, 2, 3, 4])
     put(cache, alloc, [5, 6, 7, 8])
     assert alloc.available_size() == 0
@@ -145,8 +149,8 @@ def test_evicted_slots_are_reusable(make_cache, put) -> None:
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_evict_frees_whole_pages(make_cache, put, page) -> None:
-    cache, alloc = make_cache(page_size=page, kv_size=512)
+def test_paged_evict_frees_whole_pages(make_cache_per_evictor, put, page) -> None:
+    cache, alloc = make_cache_per_evictor(page_size=page, kv_size=512)
     toks = list(range(1, 2 * page + 1))
     put(cache, alloc, toks)
     put(cache, alloc, toks[:page] + [0] * page)
@@ -163,11 +167,11 @@ def test_paged_evict_frees_whole_pages(make_cache, put, page) -> None:
 
 
 @pytest.mark.parametrize("policy", ["lru", "mru"])
-def test_many_touches_then_evict_keeps_order(make_cache, put, policy) -> None:
+def test_many_touches_then_evict_keeps_order(make_cache_per_evictor, put, policy) -> None:
     # 200 touches of 5 leaves pile up re-keyed entries in a persistent heap (under MRU the stale
     # ones sort last, forcing it to compact); the order must still be by last touch: L0..L4 were
     # last touched in that order.
-    cache, alloc = make_cache(kv_size=64, policy=policy)
+    cache, alloc = make_cache_per_evictor(kv_size=64, policy=policy)
     leaves = []
     for i in range(5):
         put(cache, alloc, [10 * i + 1, 10 * i + 2])
@@ -217,10 +221,12 @@ def test_expected_orders_cover_all_policies() -> None:
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("one_call", [True, False], ids=["one-call", "one-by-one"])
-def test_policy_order(make_impl, impl_name, put, check, policy: str, one_call: bool) -> None:
-    if policy == "tlru" and impl_name == "sglang":
+def test_policy_order(
+    make_impl_per_evictor, impl_name_per_evictor, put, check, policy: str, one_call: bool
+) -> None:
+    if policy == "tlru" and impl_name_per_evictor == "sglang":
         pytest.skip("sglang 0.5.23's RadixCache keeps no T-LRU lengths (see the tlru tests)")
-    cache, alloc = make_impl(policy=policy, kv_size=32)
+    cache, alloc = make_impl_per_evictor(policy=policy, kv_size=32)
     put(cache, alloc, [10, 11], priority=3)
     put(cache, alloc, [20, 21], priority=5)
     put(cache, alloc, [30, 31], priority=1)
@@ -252,10 +258,10 @@ def test_policy_order(make_impl, impl_name, put, check, policy: str, one_call: b
     assert alloc.available_size() == 32
 
 
-def test_slru_protected_threshold(make_impl, put, check) -> None:
+def test_slru_protected_threshold(make_impl_per_evictor, put, check) -> None:
     """SLRU with ``protected_threshold`` 3 (SGLang ``--radix-eviction-policy-config``): leaves
     with 1 and 2 hits are probationary (LRU among them), the 3-hit one protected."""
-    cache, alloc = make_impl(policy="slru", policy_config=(("protected_threshold", 3),))
+    cache, alloc = make_impl_per_evictor(policy="slru", policy_config=(("protected_threshold", 3),))
     for toks in ([3], [3], [3], [2], [2], [1]):
         put(cache, alloc, toks)
     one, two, three = (cache.root.children[t] for t in (1, 2, 3))
@@ -265,8 +271,8 @@ def test_slru_protected_threshold(make_impl, put, check) -> None:
     check(cache)
 
 
-def test_priority_policy_uses_max_priority_of_inserts(make_cache, put) -> None:
-    cache, alloc = make_cache(policy="priority")
+def test_priority_policy_uses_max_priority_of_inserts(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor(policy="priority")
     put(cache, alloc, [1], priority=1)
     put(cache, alloc, [2], priority=2)
     put(cache, alloc, [1], priority=10)  # raises [1] to 10
@@ -276,11 +282,11 @@ def test_priority_policy_uses_max_priority_of_inserts(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_lfu_cascade_parent_order(make_impl, put, check) -> None:
+def test_lfu_cascade_parent_order(make_impl_per_evictor, put, check) -> None:
     # Parent [1] is created by the first insert (1 hit) and walked by the next two (3 hits).
     # Once its children are gone it is a leaf older than [9] (LRU would take it first), but LFU
     # takes the 1-hit [9] first.
-    cache, alloc = make_impl(policy="lfu")
+    cache, alloc = make_impl_per_evictor(policy="lfu")
     put(cache, alloc, [1])
     put(cache, alloc, [1, 2])
     put(cache, alloc, [1, 3])
@@ -297,12 +303,12 @@ def test_lfu_cascade_parent_order(make_impl, put, check) -> None:
     check(cache)
 
 
-def test_lfu_split_frees_the_older_lower_half(make_impl, put, check) -> None:
+def test_lfu_split_frees_the_older_lower_half(make_impl_per_evictor, put, check) -> None:
     """Repro: LFU, insert [4,3,6], insert [4,3,4], evict(1). The split's upper half [4,3] is
     a new node (2 hits); the leaves [6] (the old node's lower half, touched by the second
     insert's walk) and [4] (new) have 1 hit each, and [6]'s access time is older: SGLang frees
     [6]."""
-    cache, alloc = make_impl(policy="lfu")
+    cache, alloc = make_impl_per_evictor(policy="lfu")
     put(cache, alloc, [4, 3, 6])
     six = cache.root.children[4]  # the first insert's node: it becomes the lower half [6]
     put(cache, alloc, [4, 3, 4])
@@ -317,12 +323,12 @@ def test_lfu_split_frees_the_older_lower_half(make_impl, put, check) -> None:
     check(cache)
 
 
-def test_mru_split_frees_the_new_leaf(make_impl, put, check) -> None:
+def test_mru_split_frees_the_new_leaf(make_impl_per_evictor, put, check) -> None:
     """Repro: MRU, insert [1,3,1,4,1], insert [1,3,1,4,4], evict(1). The second insert's walk
     touches the old node, then the split's upper half [1,3,1,4] and the new leaf [4] read the
     clock after it: the most recently used leaf is the new [4], which SGLang frees; the lower
     half [1] stays."""
-    cache, alloc = make_impl(policy="mru")
+    cache, alloc = make_impl_per_evictor(policy="mru")
     put(cache, alloc, [1, 3, 1, 4, 1])
     one = cache.root.children[1]
     put(cache, alloc, [1, 3, 1, 4, 4])
@@ -407,14 +413,14 @@ def test_tlru_keys_are_sglangs(cache_builder, put, sglang_loaded) -> None:
     assert [cache.policy.key(n)[0] for n in nodes.values()] == [0, 0, 0, 0, -1, -1]
 
 
-def test_tlru_split_rekeys_the_lower_half(make_cache, put) -> None:
+def test_tlru_split_rekeys_the_lower_half(make_cache_per_evictor, put) -> None:
     """Page 1, threshold 3, estimate 1 (budget L - 2). A 10-token leaf C (older) and a
     10-token leaf A: neither is TEL-safe (both start at 0 < 8). A match splits A after 8
     tokens: its lower half [9, 10] now starts at 8 >= 8 and is TEL-safe, so it goes first
     (SGLang's TLRUStrategy keys it when it evicts); LRU order would take C. Regression: the
     evictors that key a node when told (persistent-heap, lru-list) kept the lower half's
     pre-split key when it was re-keyed before ``_split_node`` shortened it."""
-    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    cache, alloc = make_cache_per_evictor(policy="tlru", policy_config=TLRU_CONFIG)
     put(cache, alloc, list(range(30, 40)))
     put(cache, alloc, list(range(1, 11)))
     cache.match_prefix(RadixKey([1, 2, 3, 4, 5, 6, 7, 8, 0]))
@@ -424,7 +430,7 @@ def test_tlru_split_rekeys_the_lower_half(make_cache, put) -> None:
     assert cache.evict(1).victims == [lower.id]
     # The same through insert's split: A again, then [1..8, 99, 99] splits it after 8. Both
     # [9, 10] and the new leaf [99, 99] are TEL-safe; [9, 10] was touched first.
-    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    cache, alloc = make_cache_per_evictor(policy="tlru", policy_config=TLRU_CONFIG)
     put(cache, alloc, list(range(30, 40)))
     put(cache, alloc, list(range(1, 11)))
     put(cache, alloc, [1, 2, 3, 4, 5, 6, 7, 8, 99, 99])
@@ -435,12 +441,12 @@ def test_tlru_split_rekeys_the_lower_half(make_cache, put) -> None:
 
 
 @pytest.mark.parametrize("one_call", [True, False], ids=["one-call", "one-by-one"])
-def test_tlru_evicts_tel_safe_leaves_first(make_cache, put, one_call: bool) -> None:
+def test_tlru_evicts_tel_safe_leaves_first(make_cache_per_evictor, put, one_call: bool) -> None:
     """Leaves: E (oldest, not safe), D2 (not safe), S and F (safe). T-LRU takes the TEL-safe
     ones first, by LRU (S, F), then the rest by LRU: E, D2, then D1 (a leaf once D2 is gone;
     its branch's high-water depth stays 16, so it is still not safe; with the resident depth
     12 it would be), then F's and D1's parent D0. LRU would take E first."""
-    cache, alloc = make_cache(policy="tlru", policy_config=TLRU_CONFIG)
+    cache, alloc = make_cache_per_evictor(policy="tlru", policy_config=TLRU_CONFIG)
     nodes = _tlru_tree(cache, alloc, put)
     names = {n.id: name for name, n in nodes.items()}
     if one_call:

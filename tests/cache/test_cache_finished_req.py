@@ -1,8 +1,11 @@
 """release: KV-slot bookkeeping of a finished (``checkpoint=True``) or retracted
 (``checkpoint=False``) request, as sglang 0.5.23's ``release_kv_cache`` for a ``RadixCache``.
 
-Every test runs on every evictor x matcher pair of radixbench's cache and on sglang 0.5.23's own
-``RadixCache`` (``SGLangCache``): the expectations are SGLang's behaviour.
+Every test runs on radixbench's cache and on sglang 0.5.23's own ``RadixCache``
+(``SGLangCache``): the expectations are SGLang's behaviour. radixbench's cache has the default
+evictor and matcher (request bookkeeping depends on neither), except in the test that evicts
+(every evictor). Request flows on every evictor and matcher: test_sglang_fidelity.py and
+test_sglang_served_fidelity.py.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ def finish(cache, req, owned_len: int | None = None, checkpoint: bool = True) ->
         pool.free(req.req_pool_idx)
 
 
-def test_finish_first_request_caches_everything(make_impl, admit, paths, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_finish_first_request_caches_everything(make_default_impl, admit, paths, check) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     toks = list(range(1, 9))
     req, kv = admit(cache, alloc, toks)
     assert req.last_node is cache.root and req.cache_protected_len == 0
@@ -38,8 +41,10 @@ def test_finish_first_request_caches_everything(make_impl, admit, paths, check) 
     assert (leaf.lock_ref, leaf.hit_count) == (0, 1)
 
 
-def test_finish_request_with_cached_prefix_releases_lock(make_impl, admit, paths, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_finish_request_with_cached_prefix_releases_lock(
+    make_default_impl, admit, paths, check
+) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     req1, kv1 = admit(cache, alloc, list(range(1, 9)))
     finish(cache, req1)
     req2, kv2 = admit(cache, alloc, [1, 2, 3, 4, 5, 20, 21, 22])
@@ -55,8 +60,10 @@ def test_finish_request_with_cached_prefix_releases_lock(make_impl, admit, paths
     assert paths(cache)[(None, (1, 2, 3, 4, 5, 20, 21, 22))] == kv1[:5].tolist() + kv2.tolist()
 
 
-def test_finish_second_request_frees_duplicate_slots(make_impl, admit, paths, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_finish_second_request_frees_duplicate_slots(
+    make_default_impl, admit, paths, check
+) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     req1, kv1 = admit(cache, alloc, list(range(1, 9)))
     finish(cache, req1)
     # Two requests with the same new tail, scheduled before either finished.
@@ -81,8 +88,10 @@ def test_finish_second_request_frees_duplicate_slots(make_impl, admit, paths, ch
     assert (tail.hit_count, tail.parent.hit_count) == (2, 3)
 
 
-def test_finish_without_cache_hit_frees_recomputed_prefix(make_impl, admit, paths, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_finish_without_cache_hit_frees_recomputed_prefix(
+    make_default_impl, admit, paths, check
+) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     # Both scheduled on an empty tree: neither had a prefix hit.
     req_a, kv_a = admit(cache, alloc, list(range(1, 9)))
     req_b, kv_b = admit(cache, alloc, [1, 2, 3, 4, 30])
@@ -97,8 +106,8 @@ def test_finish_without_cache_hit_frees_recomputed_prefix(make_impl, admit, path
     assert paths(cache)[(None, (1, 2, 3, 4, 30))] == kv_a[:4].tolist() + kv_b[4:].tolist()
 
 
-def test_finish_request_in_namespace(make_impl, admit, paths, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_finish_request_in_namespace(make_default_impl, admit, paths, check) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     req, kv = admit(cache, alloc, [1, 2, 3], extra_key="lora")
     finish(cache, req)
     check(cache)
@@ -108,8 +117,8 @@ def test_finish_request_in_namespace(make_impl, admit, paths, check) -> None:
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_finish_frees_unaligned_tail(make_impl, admit, paths, check, page) -> None:
-    cache, alloc = make_impl(page_size=page, kv_size=32 * page, paged_alloc=True)
+def test_paged_finish_frees_unaligned_tail(make_default_impl, admit, paths, check, page) -> None:
+    cache, alloc = make_default_impl(page_size=page, kv_size=32 * page, paged_alloc=True)
     size = 32 * page
     n = 2 * page + 2
     toks = list(range(1, n + 1))
@@ -142,8 +151,8 @@ def test_paged_finish_frees_unaligned_tail(make_impl, admit, paths, check, page)
     assert cache.match_prefix(RadixKey(toks_b)).prefix_len == 3 * page
 
 
-def test_finished_slots_are_evictable(make_impl, admit, check) -> None:
-    cache, alloc = make_impl(kv_size=16)
+def test_finished_slots_are_evictable(make_impl_per_evictor, admit, check) -> None:
+    cache, alloc = make_impl_per_evictor(kv_size=16)
     req, _ = admit(cache, alloc, list(range(1, 9)))
     finish(cache, req)
     req2, _ = admit(cache, alloc, [1, 2, 3, 9, 9])
@@ -160,12 +169,12 @@ def test_finished_slots_are_evictable(make_impl, admit, check) -> None:
 
 @pytest.mark.parametrize("page", [1, 4])
 def test_retract_frees_the_uncached_part_and_keeps_checkpoints(
-    make_impl, admit, extend, check, paths, page
+    make_default_impl, admit, extend, check, paths, page
 ) -> None:
     """A retracted request (``checkpoint=False``) caches nothing more: what its last checkpoint
     published stays in the tree (now unlocked), the rest of its row, ``[cache_protected_len,
     owned_len)``, goes back to the allocator."""
-    cache, alloc = make_impl(page_size=page, kv_size=64, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=page, kv_size=64, paged_alloc=True)
     toks = list(range(1, 4 * page + 1))
     req, kv = admit(cache, alloc, toks, prefill=2 * page)
     cache.checkpoint(req, 2 * page)
@@ -179,10 +188,12 @@ def test_retract_frees_the_uncached_part_and_keeps_checkpoints(
     assert (cache.evictable_size(), cache.protected_size()) == (2 * page, 0)
 
 
-def test_release_leaves_slots_beyond_owned_len_to_the_caller(make_impl, admit, check) -> None:
+def test_release_leaves_slots_beyond_owned_len_to_the_caller(
+    make_default_impl, admit, check
+) -> None:
     """``owned_len`` excludes the last sampled token: a slot allocated for it is the caller's
     to free (0.5.23 ``_release_overallocated_kv_indices``), and it is not cached."""
-    cache, alloc = make_impl(kv_size=32)
+    cache, alloc = make_default_impl(kv_size=32)
     req, kv = admit(cache, alloc, [1, 2, 3, 4, 5])
     finish(cache, req, owned_len=4)
     check(cache)

@@ -15,10 +15,9 @@ from radixbench.cache import (
 )
 
 
-@pytest.fixture
-def healthy(make_cache, put):
-    """[1,2,3] -> {[4,5] (locked), [7,8]}, and [9]."""
-    cache, alloc = make_cache(kv_size=64)
+def _healthy(make, put):
+    """[1,2,3] -> {[4,5] (locked), [7,8]}, and [9]: (cache, alloc, upper)."""
+    cache, alloc = make(kv_size=64)
     put(cache, alloc, [1, 2, 3, 4, 5])
     put(cache, alloc, [1, 2, 3, 7, 8])
     put(cache, alloc, [9])
@@ -26,6 +25,19 @@ def healthy(make_cache, put):
     cache.inc_lock_ref(upper.children[4])
     check_integrity(cache)
     return cache, alloc, upper
+
+
+@pytest.fixture
+def healthy(make_default_cache, put):
+    """``_healthy`` on the default pair: what check_integrity detects in the tree, counters and
+    slots does not depend on the evictor or matcher."""
+    return _healthy(make_default_cache, put)
+
+
+@pytest.fixture
+def healthy_per_evictor(make_cache_per_evictor, put):
+    """``_healthy`` on every evictor: for the check of the evictor's own members."""
+    return _healthy(make_cache_per_evictor, put)
 
 
 def test_check_integrity_mutates_nothing(healthy, paths) -> None:
@@ -141,8 +153,8 @@ def test_detects_slot_held_twice(healthy) -> None:
         check_integrity(cache)
 
 
-def test_detects_evictor_missing_member(healthy) -> None:
-    cache, _, _ = healthy
+def test_detects_evictor_missing_member(healthy_per_evictor) -> None:
+    cache, _, _ = healthy_per_evictor
     if cache.config.evictor == "heapify-walk":
         # It derives its members from the tree by a walk; corrupt the cached flag instead.
         cache.root.children[9].evictable = False
@@ -153,8 +165,8 @@ def test_detects_evictor_missing_member(healthy) -> None:
 
 
 @pytest.mark.parametrize("page", [4])
-def test_detects_unaligned_node_in_paged_cache(make_cache, put, page) -> None:
-    cache, alloc = make_cache(page_size=page, kv_size=64)
+def test_detects_unaligned_node_in_paged_cache(make_default_cache, put, page) -> None:
+    cache, alloc = make_default_cache(page_size=page, kv_size=64)
     put(cache, alloc, list(range(1, 2 * page + 1)))
     leaf = cache.root.children[tuple(range(1, page + 1))]
     leaf.key = leaf.key[:-1]
@@ -168,6 +180,7 @@ def test_integrity_error_is_assertion_error() -> None:
 
 
 def test_integrity_after_every_kind_of_op(make_cache, put) -> None:
+    """Every pair: a split by match (the matcher), locks, evicts (the evictor)."""
     cache, alloc = make_cache(kv_size=64)
     put(cache, alloc, [1, 2, 3])
     cache.match_prefix(RadixKey([1, 2]))

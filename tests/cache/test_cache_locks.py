@@ -1,4 +1,6 @@
-"""inc_lock_ref / dec_lock_ref accounting (radixbench.cache.radix_cache)."""
+"""inc_lock_ref / dec_lock_ref accounting (radixbench.cache.radix_cache), on every evictor: a lock
+or unlock moves nodes in and out of the evictable set the evictor keeps (``check_integrity``
+compares its members with the unlocked leaves)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ def _sizes(cache) -> tuple[int, int]:
 
 
 @pytest.fixture
-def forked(make_cache, put):
+def forked(make_cache_per_evictor, put):
     """[1,2,3] -> {[4,5], [7,8]}: returns (cache, alloc, upper, left, right)."""
-    cache, alloc = make_cache()
+    cache, alloc = make_cache_per_evictor()
     put(cache, alloc, [1, 2, 3, 4, 5])
     put(cache, alloc, [1, 2, 3, 7, 8])
     upper = cache.root.children[1]
@@ -94,8 +96,8 @@ def test_lock_flips_evictable_leaf_flags(forked) -> None:
     check_integrity(cache)
 
 
-def test_lock_of_matched_prefix_then_insert_below(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_lock_of_matched_prefix_then_insert_below(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor()
     put(cache, alloc, [1, 2, 3, 4])
     r = cache.match_prefix(RadixKey([1, 2, 9]))
     assert r.prefix_len == 2

@@ -1,4 +1,9 @@
-"""match_prefix and insert: tree shape, splits, namespaces, pages (radixbench.cache.radix_cache)."""
+"""match_prefix and insert: tree shape, splits, namespaces, pages (radixbench.cache.radix_cache).
+
+A test that checks a prefix length, a split or page rounding runs once per matcher (evictor
+fixed: ``make_cache_per_matcher`` / ``make_impl_per_matcher``); one that checks node fields,
+clock readings or value copies runs on the default pair (``make_default_*``); reset, which
+clears the evictor, on every evictor."""
 
 from __future__ import annotations
 
@@ -30,8 +35,8 @@ def test_config_validation(kw: dict) -> None:
         CacheConfig(**kw)
 
 
-def test_fresh_cache_is_empty(make_cache) -> None:
-    cache, alloc = make_cache(kv_size=32)
+def test_fresh_cache_is_empty(make_default_cache) -> None:
+    cache, alloc = make_default_cache(kv_size=32)
     assert cache.num_nodes == 0
     assert (cache.evictable_size(), cache.protected_size(), cache.total_size()) == (0, 0, 0)
     assert cache.root.lock_ref == 1
@@ -41,8 +46,8 @@ def test_fresh_cache_is_empty(make_cache) -> None:
 # ---------------------------------------------------------------- match_prefix, page 1
 
 
-def test_match_empty_key(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_empty_key(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     put(cache, alloc, [1, 2, 3])
     r = cache.match_prefix(RadixKey([]))
     assert r.prefix_len == 0
@@ -53,8 +58,8 @@ def test_match_empty_key(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_match_on_empty_tree(make_cache) -> None:
-    cache, _ = make_cache()
+def test_match_on_empty_tree(make_cache_per_matcher) -> None:
+    cache, _ = make_cache_per_matcher()
     r = cache.match_prefix(RadixKey([1, 2, 3]))
     assert r.prefix_len == 0
     assert r.last_node is cache.root
@@ -63,8 +68,8 @@ def test_match_on_empty_tree(make_cache) -> None:
     check_integrity(cache)
 
 
-def test_match_no_common_first_token(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_no_common_first_token(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     put(cache, alloc, [1, 2, 3])
     r = cache.match_prefix(RadixKey([2, 1, 3]))
     assert (r.prefix_len, r.last_node) == (0, cache.root)
@@ -72,8 +77,8 @@ def test_match_no_common_first_token(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_match_exact_edge_and_longer_key_do_not_split(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_exact_edge_and_longer_key_do_not_split(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     _, v = put(cache, alloc, [1, 2, 3, 4, 5])
     leaf = next(iter(cache.root.children.values()))
     for query in ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6, 7]):
@@ -89,8 +94,8 @@ def test_match_exact_edge_and_longer_key_do_not_split(make_cache, put) -> None:
 @pytest.mark.parametrize(
     "query", [[1, 2], [1, 2, 9, 9], [1, 2, 7]], ids=["shorter", "diverge", "diverge-short"]
 )
-def test_match_mid_edge_splits_exactly_one_node(make_cache, put, paths, query) -> None:
-    cache, alloc = make_cache()
+def test_match_mid_edge_splits_exactly_one_node(make_cache_per_matcher, put, paths, query) -> None:
+    cache, alloc = make_cache_per_matcher()
     _, v = put(cache, alloc, [1, 2, 3, 4, 5])
     sizes = (cache.evictable_size(), cache.protected_size())
     free_before = alloc.available_size()
@@ -123,8 +128,8 @@ def test_match_mid_edge_splits_exactly_one_node(make_cache, put, paths, query) -
     check_integrity(cache)
 
 
-def test_match_on_node_boundary_does_not_split(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_on_node_boundary_does_not_split(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     put(cache, alloc, [1, 2, 3, 4])
     _, v2 = put(cache, alloc, [1, 2, 7, 8])  # splits into [1,2] -> {[3,4], [7,8]}
     assert cache.num_nodes == 3
@@ -142,8 +147,8 @@ def test_match_on_node_boundary_does_not_split(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_match_returns_slots_across_several_nodes(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_returns_slots_across_several_nodes(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     _, a = put(cache, alloc, [1, 2, 3])
     _, b = put(cache, alloc, [1, 2, 3, 4, 5])
     _, c = put(cache, alloc, [1, 2, 3, 4, 5, 6])
@@ -154,8 +159,8 @@ def test_match_returns_slots_across_several_nodes(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_match_updates_access_time_but_not_sizes_or_hits(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_match_updates_access_time_but_not_sizes_or_hits(make_cache_per_matcher, put) -> None:
+    cache, alloc = make_cache_per_matcher()
     put(cache, alloc, [1, 2, 3])
     leaf = next(iter(cache.root.children.values()))
     t0, hits = leaf.last_access_time, leaf.hit_count
@@ -169,8 +174,8 @@ def test_match_updates_access_time_but_not_sizes_or_hits(make_cache, put) -> Non
 # ---------------------------------------------------------------- namespaces
 
 
-def test_extra_key_namespaces_do_not_share_prefixes(make_cache, put, paths) -> None:
-    cache, alloc = make_cache()
+def test_extra_key_namespaces_do_not_share_prefixes(make_cache_per_matcher, put, paths) -> None:
+    cache, alloc = make_cache_per_matcher()
     pa, va = put(cache, alloc, [1, 2, 3], extra_key="a")
     pb, vb = put(cache, alloc, [1, 2, 3], extra_key="b")
     assert (pa, pb) == (0, 0)
@@ -208,8 +213,8 @@ def test_extra_key_namespaces_do_not_share_prefixes(make_cache, put, paths) -> N
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_match_rounds_down_to_pages(make_cache, put, page: int) -> None:
-    cache, alloc = make_cache(page_size=page, kv_size=512)
+def test_paged_match_rounds_down_to_pages(make_cache_per_matcher, put, page: int) -> None:
+    cache, alloc = make_cache_per_matcher(page_size=page, kv_size=512)
     tokens = list(range(1, 3 * page + 1))
     _, v = put(cache, alloc, tokens)
     assert cache.num_nodes == 1
@@ -231,8 +236,10 @@ def test_paged_match_rounds_down_to_pages(make_cache, put, page: int) -> None:
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_divergence_inside_page_stops_at_page_boundary(make_cache, put, page) -> None:
-    cache, alloc = make_cache(page_size=page, kv_size=512)
+def test_paged_divergence_inside_page_stops_at_page_boundary(
+    make_cache_per_matcher, put, page
+) -> None:
+    cache, alloc = make_cache_per_matcher(page_size=page, kv_size=512)
     tokens = list(range(1, 3 * page + 1))
     _, v = put(cache, alloc, tokens)
     q = list(tokens)
@@ -256,8 +263,8 @@ def test_paged_divergence_inside_page_stops_at_page_boundary(make_cache, put, pa
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_child_keys_are_page_tuples(make_cache, put, page) -> None:
-    cache, alloc = make_cache(page_size=page, kv_size=512)
+def test_paged_child_keys_are_page_tuples(make_cache_per_matcher, put, page) -> None:
+    cache, alloc = make_cache_per_matcher(page_size=page, kv_size=512)
     tokens = list(range(1, 2 * page + 1))
     put(cache, alloc, tokens)
     put(cache, alloc, tokens[:page] + [0] * page)
@@ -270,10 +277,12 @@ def test_paged_child_keys_are_page_tuples(make_cache, put, page) -> None:
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_paged_insert_truncates_unaligned_key(make_impl, put, paths, check, page) -> None:
+def test_paged_insert_truncates_unaligned_key(
+    make_impl_per_matcher, put, paths, check, page
+) -> None:
     """An unaligned key is cut to whole pages (SGLang ``page_aligned``), never rejected: the
     tree takes the new whole pages' slots; the partial page's slots stay the caller's."""
-    cache, alloc = make_impl(page_size=page, kv_size=512)
+    cache, alloc = make_impl_per_matcher(page_size=page, kv_size=512)
     _, v0 = put(cache, alloc, list(range(1, page + 1)))
     before = (paths(cache), cache.num_nodes, cache.evictable_size(), cache.protected_size())
     for n in (1, page - 1, page + 1):  # nothing new in whole pages: nothing changes
@@ -307,8 +316,8 @@ def test_paged_insert_truncates_unaligned_key(make_impl, put, paths, check, page
     assert alloc.available_size() + cache.total_size() == 512
 
 
-def test_insert_value_length_mismatch_raises(make_cache) -> None:
-    cache, alloc = make_cache()
+def test_insert_value_length_mismatch_raises(make_default_cache) -> None:
+    cache, alloc = make_default_cache()
     v = alloc.alloc(2)
     assert v is not None
     with pytest.raises(ValueError):
@@ -320,8 +329,10 @@ def test_insert_value_length_mismatch_raises(make_cache) -> None:
 # ---------------------------------------------------------------- insert
 
 
-def test_insert_returns_cached_prefix_len_and_grows_by_new_tokens(make_cache, put) -> None:
-    cache, alloc = make_cache(kv_size=64)
+def test_insert_returns_cached_prefix_len_and_grows_by_new_tokens(
+    make_cache_per_matcher, put
+) -> None:
+    cache, alloc = make_cache_per_matcher(kv_size=64)
     p, v1 = put(cache, alloc, [1, 2, 3, 4, 5])
     assert p == 0
     assert cache.evictable_size() == 5
@@ -351,17 +362,17 @@ def test_insert_returns_cached_prefix_len_and_grows_by_new_tokens(make_cache, pu
     assert cache.total_size() == cache.evictable_size() + cache.protected_size()
 
 
-def test_insert_empty_key(make_cache) -> None:
-    cache, _ = make_cache()
+def test_insert_empty_key(make_cache_per_matcher) -> None:
+    cache, _ = make_cache_per_matcher()
     assert cache.insert(RadixKey([]), torch.empty((0,), dtype=torch.int64)) == 0
     assert cache.num_nodes == 0
     check_integrity(cache)
 
 
-def test_insert_hit_count_increments_on_walked_path(make_impl, put) -> None:
+def test_insert_hit_count_increments_on_walked_path(make_impl_per_matcher, put) -> None:
     """0.5.23: a new leaf starts with one hit; every insert that walks through a node counts
     one more; match_prefix counts none."""
-    cache, alloc = make_impl()
+    cache, alloc = make_impl_per_matcher()
     put(cache, alloc, [1, 2, 3])
     node = cache.root.children[1]
     assert node.hit_count == 1
@@ -379,10 +390,10 @@ def test_insert_hit_count_increments_on_walked_path(make_impl, put) -> None:
     assert cache.root.hit_count == 0
 
 
-def test_insert_inserted_len_counts_only_new_nodes(make_impl) -> None:
+def test_insert_inserted_len_counts_only_new_nodes(make_impl_per_matcher) -> None:
     """``inserted_len``: tokens of this key the same request inserted before (0.5.23
     ``cache_inserted_len``): only nodes that end beyond it count a hit, a new leaf included."""
-    cache, _ = make_impl()
+    cache, _ = make_impl_per_matcher()
     cache.insert(RadixKey([1, 2, 3]))  # value None: the token ids as slots
     cache.insert(RadixKey([1, 2, 3, 4, 5]))
     a = cache.root.children[1]
@@ -403,8 +414,10 @@ def test_insert_inserted_len_counts_only_new_nodes(make_impl) -> None:
     assert (upper.hit_count, a.hit_count, upper.children[8].hit_count) == (3, 2, 1)
 
 
-def test_split_by_insert_counts_and_raises_only_the_upper_half(make_impl, put, check) -> None:
-    cache, alloc = make_impl()
+def test_split_by_insert_counts_and_raises_only_the_upper_half(
+    make_impl_per_matcher, put, check
+) -> None:
+    cache, alloc = make_impl_per_matcher()
     put(cache, alloc, [1, 2, 3, 4, 5], priority=3)
     put(cache, alloc, [1, 2, 3, 4, 5], priority=0)  # hit_count 2, priority stays max = 3
     leaf = cache.root.children[1]
@@ -440,8 +453,8 @@ def test_split_by_insert_counts_and_raises_only_the_upper_half(make_impl, put, c
     check(cache)
 
 
-def test_split_by_insert_raises_priority_of_the_upper_half_only(make_impl, put) -> None:
-    cache, alloc = make_impl()
+def test_split_by_insert_raises_priority_of_the_upper_half_only(make_impl_per_matcher, put) -> None:
+    cache, alloc = make_impl_per_matcher()
     put(cache, alloc, [1, 2, 3, 4, 5], priority=1)
     put(cache, alloc, [1, 2, 9], priority=4)
     upper = cache.root.children[1]
@@ -450,8 +463,8 @@ def test_split_by_insert_raises_priority_of_the_upper_half_only(make_impl, put) 
     assert cache.root.priority == 4
 
 
-def test_match_split_inherits_lock_priority_and_hits(make_impl, put, check) -> None:
-    cache, alloc = make_impl()
+def test_match_split_inherits_lock_priority_and_hits(make_impl_per_matcher, put, check) -> None:
+    cache, alloc = make_impl_per_matcher()
     put(cache, alloc, [1, 2, 3, 4], priority=7)
     leaf = cache.root.children[1]
     cache.inc_lock_ref(leaf)
@@ -469,8 +482,8 @@ def test_match_split_inherits_lock_priority_and_hits(make_impl, put, check) -> N
     assert (cache.evictable_size(), cache.protected_size()) == (0, 4)
 
 
-def test_insert_priority_is_max_over_walked_path(make_impl, put) -> None:
-    cache, alloc = make_impl()
+def test_insert_priority_is_max_over_walked_path(make_impl_per_matcher, put) -> None:
+    cache, alloc = make_impl_per_matcher()
     put(cache, alloc, [1, 2], priority=2)
     put(cache, alloc, [1, 2, 3], priority=5)
     a = cache.root.children[1]
@@ -482,8 +495,8 @@ def test_insert_priority_is_max_over_walked_path(make_impl, put) -> None:
     assert (a.priority, b.priority) == (9, 5)
 
 
-def test_insert_without_value_uses_token_ids(make_cache) -> None:
-    cache, alloc = make_cache(kv_size=16)
+def test_insert_without_value_uses_token_ids(make_default_cache) -> None:
+    cache, alloc = make_default_cache(kv_size=16)
     v = alloc.alloc(3)
     assert v is not None
     # value=None stores the token ids themselves as slots (SGLang's test convenience).
@@ -494,8 +507,8 @@ def test_insert_without_value_uses_token_ids(make_cache) -> None:
     check_integrity(cache)
 
 
-def test_reset_drops_tree(make_cache, put) -> None:
-    cache, alloc = make_cache(kv_size=16)
+def test_reset_drops_tree(make_cache_per_evictor, put) -> None:
+    cache, alloc = make_cache_per_evictor(kv_size=16)
     put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 4])
     cache.reset()
@@ -510,11 +523,11 @@ def test_reset_drops_tree(make_cache, put) -> None:
     check_integrity(cache)
 
 
-def test_insert_keeps_a_copy_of_the_value(make_impl, check) -> None:
+def test_insert_keeps_a_copy_of_the_value(make_default_impl, check) -> None:
     """The tree clones what it keeps of ``value`` (SGLang ``value.clone()``), on insert and on
     both halves of a split: later writes to the caller's tensor, to a node's value from before
     a split, or to the indices a match returned change no cached index."""
-    cache, alloc = make_impl()
+    cache, alloc = make_default_impl()
     slots = alloc.alloc(5)
     assert slots is not None
     expected = slots.tolist()
@@ -538,7 +551,7 @@ def test_insert_keeps_a_copy_of_the_value(make_impl, check) -> None:
     check(cache)
 
 
-def test_clock_is_read_where_sglang_reads_time(make_impl) -> None:
+def test_clock_is_read_where_sglang_reads_time(make_default_impl) -> None:
     """Reads of the injected clock: two per new node (access, then creation time), one per
     insert walk, one per match walk, none for a match whose page-aligned key is empty."""
     ticks: list[int] = []
@@ -547,7 +560,7 @@ def test_clock_is_read_where_sglang_reads_time(make_impl) -> None:
         ticks.append(len(ticks) + 100)
         return ticks[-1]
 
-    cache, _ = make_impl(page_size=2, clock=clock)
+    cache, _ = make_default_impl(page_size=2, clock=clock)
     assert (cache.root.last_access_time, cache.root.creation_time) == (100, 101)
     cache.insert(RadixKey([1, 2, 3, 4]))  # walk 102, leaf 103 / 104
     (leaf,) = cache.root.children.values()

@@ -2,8 +2,9 @@
 with the duplicates counted from the page-aligned ``cache_protected_len`` (sglang 0.5.23
 ``_insert_cache`` / ``release_kv_cache``).
 
-Every test runs on every evictor x matcher pair of radixbench's cache and on sglang 0.5.23's own
-``RadixCache`` (``SGLangCache``): the expectations are SGLang's behaviour.
+Every test runs on radixbench's cache (the default evictor and matcher: request bookkeeping
+depends on neither) and on sglang 0.5.23's own ``RadixCache`` (``SGLangCache``): the expectations
+are SGLang's behaviour.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def row(cache, req, n: int) -> list[int]:
 
 
 def test_duplicate_tail_page_is_freed_once_and_row_rewritten_from_the_page(
-    make_impl, admit, extend, check
+    make_default_impl, admit, extend, check
 ) -> None:
-    cache, alloc = make_impl(page_size=PAGE, kv_size=KV, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=PAGE, kv_size=KV, paged_alloc=True)
     req, kv = admit(cache, alloc, TOKS, n_prompt=20, prefill=10)
     assert req.last_node is cache.root
     assert kv.tolist() == list(range(4, 14))  # pages 1-3
@@ -65,14 +66,14 @@ def test_duplicate_tail_page_is_freed_once_and_row_rewritten_from_the_page(
 
 @pytest.mark.parametrize("paged", [True, False], ids=["paged-allocator", "token-allocator"])
 def test_finish_after_a_chunk_frees_the_duplicated_tail_exactly_once(
-    make_impl, admit, extend, check, paged: bool
+    make_default_impl, admit, extend, check, paged: bool
 ) -> None:
     """Prefix = tree (8) + own tail (2); the final chunk ends at 14; meanwhile another request
     caches 16 tokens. At finish [8, 12) duplicates the tree, [12, 14) is the unaligned rest: all
     of it goes back. With a token allocator, freeing duplicates from the row's KV length 10
     instead of the page-aligned ``cache_protected_len`` 8 would leak the slots of positions 8,
     9."""
-    cache, alloc = make_impl(page_size=PAGE, kv_size=KV, paged_alloc=paged)
+    cache, alloc = make_default_impl(page_size=PAGE, kv_size=KV, paged_alloc=paged)
     req, _ = admit(cache, alloc, TOKS[:14], prefill=10)
     cache.checkpoint(req, 10)
     extend(cache, alloc, req, 14)
@@ -90,11 +91,11 @@ def test_finish_after_a_chunk_frees_the_duplicated_tail_exactly_once(
 
 
 def test_retract_after_a_chunk_frees_from_the_protected_length(
-    make_impl, admit, extend, check
+    make_default_impl, admit, extend, check
 ) -> None:
     """A retraction frees ``[cache_protected_len, owned_len)``: the own tail of the
     checkpointed chunk and the next chunk, once each; the checkpointed pages stay cached."""
-    cache, alloc = make_impl(page_size=PAGE, kv_size=KV, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=PAGE, kv_size=KV, paged_alloc=True)
     req, kv = admit(cache, alloc, TOKS, prefill=10)
     cache.checkpoint(req, 10)
     extend(cache, alloc, req, 15)

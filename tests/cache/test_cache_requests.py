@@ -2,8 +2,10 @@
 ``RadixCache.checkpoint`` / ``_insert_cache``), lock / unlock / path_device_indices, and
 pretty_print.
 
-Every test taking ``make_impl`` runs on every evictor x matcher pair of radixbench's cache and on
-sglang 0.5.23's own ``RadixCache`` (``SGLangCache``): the expectations are SGLang's behaviour.
+Every test taking ``make_default_impl`` runs on radixbench's cache (the default evictor and
+matcher: these tests check request bookkeeping, which neither changes) and on sglang 0.5.23's own
+``RadixCache`` (``SGLangCache``): the expectations are SGLang's behaviour. Request flows on every
+evictor and matcher: test_sglang_fidelity.py and test_sglang_served_fidelity.py.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ def row_of(cache, req, n: int) -> list[int]:
     return cache.req_to_token_pool.req_to_token[req.req_pool_idx, :n].tolist()
 
 
-def test_lock_unlock_and_path_device_indices(make_impl, put, check) -> None:
-    cache, alloc = make_impl()
+def test_lock_unlock_and_path_device_indices(make_default_impl, put, check) -> None:
+    cache, alloc = make_default_impl()
     _, v = put(cache, alloc, [1, 2, 3, 4])
     put(cache, alloc, [1, 2, 7])
     node = cache.match_prefix(RadixKey([1, 2, 3, 4])).last_node
@@ -44,10 +46,10 @@ def test_lock_unlock_and_path_device_indices(make_impl, put, check) -> None:
     check(cache)
 
 
-def test_checkpoint_moves_lock_and_rewrites_row(make_impl, admit, extend, check) -> None:
+def test_checkpoint_moves_lock_and_rewrites_row(make_default_impl, admit, extend, check) -> None:
     """Chunked prefill of a 12-token prompt in two chunks of 6; between them another request
     caches all 12 tokens with its own slots."""
-    cache, alloc = make_impl(kv_size=64)
+    cache, alloc = make_default_impl(kv_size=64)
     toks = list(range(1, 13))
     req, fresh = admit(cache, alloc, toks, prefill=6)
     assert req.last_node is cache.root and req.cache_protected_len == 0
@@ -84,9 +86,9 @@ def test_checkpoint_moves_lock_and_rewrites_row(make_impl, admit, extend, check)
     assert alloc.available_size() == 64 - 12
 
 
-def test_checkpoint_keeps_no_view_of_the_row(make_impl, admit, check) -> None:
+def test_checkpoint_keeps_no_view_of_the_row(make_default_impl, admit, check) -> None:
     """The tree holds a copy of the row's slots: rewriting the row later changes nothing cached."""
-    cache, alloc = make_impl(kv_size=64)
+    cache, alloc = make_default_impl(kv_size=64)
     req, fresh = admit(cache, alloc, [5, 6, 7, 8])
     cache.checkpoint(req, 4)
     pool = cache.req_to_token_pool
@@ -99,14 +101,14 @@ def test_checkpoint_keeps_no_view_of_the_row(make_impl, admit, check) -> None:
 
 @pytest.mark.parametrize("page", [1, 4, 16])
 def test_checkpoint_splits_the_prompt_off_with_priority_plus_one(
-    make_impl, admit, extend, check, page: int
+    make_default_impl, admit, extend, check, page: int
 ) -> None:
     """Prompt of 2 pages, 1 page of output, checkpointed at once: the first insert makes one
     leaf (priority 3, one hit); the prompt re-insert (``inserted_len`` = prompt, priority + 1)
     splits it at the prompt boundary: the new upper node (the prompt) gets priority 4, keeps the
     hit count (it ends within ``inserted_len``: no hit), the lower half (the output) keeps
     priority 3. The lock is on the lower half, the request's last node."""
-    cache, alloc = make_impl(page_size=page, kv_size=128, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=page, kv_size=128, paged_alloc=True)
     n_prompt, n = 2 * page, 3 * page
     toks = list(range(1, n + 1))
     req, _ = admit(cache, alloc, toks, n_prompt=n_prompt, priority=3)
@@ -131,13 +133,15 @@ def test_checkpoint_splits_the_prompt_off_with_priority_plus_one(
 
 
 @pytest.mark.parametrize("page", [4, 16])
-def test_checkpoint_after_prefill_then_decode(make_impl, admit, extend, check, page) -> None:
+def test_checkpoint_after_prefill_then_decode(
+    make_default_impl, admit, extend, check, page
+) -> None:
     """Checkpoint after the prefill (prompt: 2 pages + 1 token), then after decode steps: only
     whole pages enter the tree; ``cache_protected_len`` and ``cache_inserted_len`` follow the
     page-aligned key; the prompt boundary is not page-aligned, so the prompt re-insert is cut to
     its whole pages (2), inside what is cached: it only raises their priority, and counts no
     hit (they end within ``inserted_len``)."""
-    cache, alloc = make_impl(page_size=page, kv_size=256, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=page, kv_size=256, paged_alloc=True)
     n_prompt = 2 * page + 1
     toks = list(range(1, 4 * page + 1))
     req, fresh = admit(cache, alloc, toks, n_prompt=n_prompt, priority=1)
@@ -173,8 +177,8 @@ def test_checkpoint_after_prefill_then_decode(make_impl, admit, extend, check, p
     assert alloc.available_size() == 256 - 4 * page
 
 
-def test_checkpoint_priority_clamped_to_int64(make_impl, admit, extend, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_checkpoint_priority_clamped_to_int64(make_default_impl, admit, extend, check) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     req, _ = admit(cache, alloc, [1, 2, 3, 4], n_prompt=2, priority=INT64_MAX)
     extend(cache, alloc, req, 4)
     cache.checkpoint(req, 4)
@@ -184,11 +188,13 @@ def test_checkpoint_priority_clamped_to_int64(make_impl, admit, extend, check) -
     check(cache)
 
 
-def test_checkpoint_of_a_request_with_a_cached_prefix(make_impl, admit, extend, check) -> None:
+def test_checkpoint_of_a_request_with_a_cached_prefix(
+    make_default_impl, admit, extend, check
+) -> None:
     """A second request shares the first's prompt: its prefix is the tree's (protected from the
     start); its checkpoint inserts the rest with ``inserted_len`` 0: every node on the walk ends
     beyond it and counts a hit."""
-    cache, alloc = make_impl(kv_size=64)
+    cache, alloc = make_default_impl(kv_size=64)
     a, kv_a = admit(cache, alloc, [1, 2, 3, 4])
     cache.release(a, 4, checkpoint=True)
     (node,) = cache.root.children.values()
@@ -208,8 +214,8 @@ def test_checkpoint_of_a_request_with_a_cached_prefix(make_impl, admit, extend, 
     assert alloc.available_size() == 64 - 6
 
 
-def test_checkpoint_in_namespace(make_impl, admit, check) -> None:
-    cache, alloc = make_impl(kv_size=64)
+def test_checkpoint_in_namespace(make_default_impl, admit, check) -> None:
+    cache, alloc = make_default_impl(kv_size=64)
     req, kv = admit(cache, alloc, [1, 2, 3], extra_key="lora")
     cache.checkpoint(req, 3)
     assert cache.match_prefix(RadixKey([1, 2, 3])).prefix_len == 0
@@ -220,10 +226,10 @@ def test_checkpoint_in_namespace(make_impl, admit, check) -> None:
     check(cache)
 
 
-def test_checkpoint_paged_keeps_unaligned_tail(make_impl, admit, check) -> None:
+def test_checkpoint_paged_keeps_unaligned_tail(make_default_impl, admit, check) -> None:
     """Page 4, a 10-token prompt: the tree takes 2 pages; the row keeps all 10 slots (the last
     2 are the request's until released)."""
-    cache, alloc = make_impl(page_size=4, kv_size=64, paged_alloc=True)
+    cache, alloc = make_default_impl(page_size=4, kv_size=64, paged_alloc=True)
     toks = list(range(1, 11))
     req, kv = admit(cache, alloc, toks)
     assert kv.tolist() == list(range(4, 14))  # pages 1-3, the last one half used
@@ -248,8 +254,8 @@ def test_request_paths_need_a_pool() -> None:
         cache.release(object(), 1, checkpoint=False)
 
 
-def test_pretty_print_lists_every_node(make_cache, put) -> None:
-    cache, alloc = make_cache()
+def test_pretty_print_lists_every_node(make_default_cache, put) -> None:
+    cache, alloc = make_default_cache()
     put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 2, 4])
     out = io.StringIO()
@@ -289,13 +295,13 @@ def _int64_rows(cache) -> None:
         cache.sgl.req_to_token_pool.req_to_token = pool.req_to_token
 
 
-def test_checkpoint_frees_a_copy_of_the_row(make_impl, put, admit, check) -> None:
+def test_checkpoint_frees_a_copy_of_the_row(make_default_impl, put, admit, check) -> None:
     """Regression: checkpoint freed a view of the request's row and then rewrote the row with the
     tree's slots, so with an int64 table the tree's slots went back to the free list and the
     duplicates leaked. sglang 0.5.23's allocators never keep what they are given: ``free``
     concatenates it into the free list (``allocator/token.py:73``) or copies it
     (``_copy_for_free_group``, ``token.py:75``; paged: ``torch.unique``, ``paged.py:333``)."""
-    cache, alloc = make_impl(kv_size=64)
+    cache, alloc = make_default_impl(kv_size=64)
     _int64_rows(cache)
     put(cache, alloc, [1, 2, 3, 4])
     req, fresh = admit(cache, alloc, [9, 9, 9, 9, 5], prefill=5)  # matches nothing
@@ -307,10 +313,10 @@ def test_checkpoint_frees_a_copy_of_the_row(make_impl, put, admit, check) -> Non
     check(cache)
 
 
-def test_release_frees_a_copy_of_the_row(make_impl, admit, check) -> None:
+def test_release_frees_a_copy_of_the_row(make_default_impl, admit, check) -> None:
     """Regression: release freed a view of the row; the next request given that row overwrote
     the freed slots before the free list was merged (int64 table, as above)."""
-    cache, alloc = make_impl(kv_size=64)
+    cache, alloc = make_default_impl(kv_size=64)
     _int64_rows(cache)
     req, fresh = admit(cache, alloc, [1, 2, 3, 4, 5], prefill=5)
     cache.release(req, owned_len=5, checkpoint=False)  # retraction: all 5 slots are freed

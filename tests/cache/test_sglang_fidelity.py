@@ -51,9 +51,11 @@ split did not re-key the lower half for T-LRU in the persistent-heap and lru-lis
 fixed and kept as the regression test ``test_tlru_split_rekeys_lower_half``.
 
 Volume: a ledger counts distinct streams and their operations per policy / page / evictor /
-matcher; ``test_zz_fidelity_total`` requires at least ``TARGET_OPS`` (100,000) distinct
-operations replayed on both sides by the cases not in ``KNOWN_MISMATCHES``, all without a
-mismatch, and the ``slow`` variant ``test_fidelity_slow`` (``pytest -m slow``) at least
+matcher; the volume check ``volume[sglang-fidelity]`` (``check_total``, run by
+tests/cache/conftest.py at the end of the session once every case passed; it fails, not skips,
+when short) requires at least ``TARGET_OPS`` (100,000) distinct operations replayed on both
+sides by the cases not in ``KNOWN_MISMATCHES``, all without a mismatch, and
+``volume[sglang-fidelity-slow]`` of ``test_fidelity_slow`` (``pytest -m slow``) at least
 ``SLOW_TARGET_OPS`` (1,000,000). A per-policy table of the operations compared is written in
 pytest's terminal summary. The module is skipped, with the reason, only when sglang cannot be
 loaded.
@@ -706,6 +708,7 @@ SETTINGS: dict[str, Any] = dict(
 )
 
 
+@pytest.mark.volume("sglang-fidelity", lambda: check_total("default", TARGET_OPS))
 @pytest.mark.parametrize("case", CLEAN_CASES, ids=case_id)
 @settings(max_examples=EXAMPLES, **SETTINGS)
 @given(ops=STREAM)
@@ -734,6 +737,7 @@ def test_tlru_split_rekeys_lower_half(evictor: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.volume("sglang-fidelity-slow", lambda: check_total("slow", SLOW_TARGET_OPS))
 @pytest.mark.parametrize("case", CLEAN_CASES, ids=case_id)
 @settings(max_examples=SLOW_EXAMPLES, **SETTINGS)
 @given(ops=STREAM)
@@ -741,11 +745,16 @@ def test_fidelity_slow(case: tuple[str, int, str, str], ops: list[bytes]) -> Non
     run_case("slow", case, ops)
 
 
-def check_total(variant: str, target: int) -> None:
+def check_total(variant: str, target: int) -> str:
+    """The volume of the ``variant`` cases, checked once all of them passed (a ``volume``
+    check, tests/cache/conftest.py): every clean case passed, and together they replayed at
+    least ``target`` distinct operations on both sides, 0 mismatching, reaching every outcome
+    the streams are built to reach. Returns the line for the terminal summary."""
     ran = {c for v, c in LEDGER.passed if v == variant}
     failed = {c for v, c in LEDGER.failed if v == variant} - set(KNOWN_MISMATCHES)
-    if failed or not ran >= set(CLEAN_CASES):
-        pytest.skip(f"some {variant} fidelity cases were deselected or failed")
+    assert not failed and ran >= set(CLEAN_CASES), (
+        f"{len(ran)} of {len(CLEAN_CASES)} {variant} cases passed, {len(failed)} failed"
+    )
     total = LEDGER.total(variant)
     assert total >= target, f"{variant}: {total} distinct ops replayed, want >= {target}"
     wanted = [
@@ -769,17 +778,7 @@ def check_total(variant: str, target: int) -> None:
     ]
     rare = [name for name in wanted if LEDGER.outcomes[name] < 50]
     assert not rare, f"streams too rarely reach: {rare}"
-
-
-def test_zz_fidelity_total() -> None:
-    """Runs after the cases above (module order): every clean case passed, and together they
-    replayed at least ``TARGET_OPS`` distinct operations on both sides, 0 mismatching."""
-    check_total("default", TARGET_OPS)
-
-
-@pytest.mark.slow
-def test_zz_fidelity_slow_total() -> None:
-    check_total("slow", SLOW_TARGET_OPS)
+    return f"{total} distinct ops replayed on both sides (>= {target}), 0 mismatching"
 
 
 def summary(variant: str) -> Iterator[str]:

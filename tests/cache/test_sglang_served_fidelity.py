@@ -26,7 +26,9 @@ Cases: every policy (``tlru`` included: both unified cores keep the T-LRU length
 {1, 16} x every evictor with matcher ``galloping``; plus every policy x page size with evictor
 ``heapify`` and each other matcher (``linear``, ``memview``, ``numpy``, ``memcmp``). Volume: at
 least ``TARGET_OPS`` distinct ops replayed on all three without a mismatch in the default suite
-(``test_zz_served_total``), ``SLOW_TARGET_OPS`` under ``-m slow``. Skipped, with the reason,
+(the volume check ``volume[served-fidelity]``: ``check_total``, run by tests/cache/conftest.py at
+the end of the session once every case passed; it fails, not skips, when short),
+``SLOW_TARGET_OPS`` under ``-m slow`` (``volume[served-fidelity-slow]``). Skipped, with the reason,
 only where sglang is not installed or cannot be loaded.
 """
 
@@ -275,6 +277,7 @@ def run_case(variant: str, case: tuple[str, int, str, str], ops: list[bytes]) ->
     LEDGER.passed.add((variant, case))
 
 
+@pytest.mark.volume("served-fidelity", lambda: check_total("default", TARGET_OPS))
 @pytest.mark.parametrize("case", CASES, ids=base.case_id)
 @settings(max_examples=EXAMPLES, **base.SETTINGS)
 @given(ops=base.STREAM)
@@ -283,6 +286,7 @@ def test_served_fidelity(case: tuple[str, int, str, str], ops: list[bytes]) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.volume("served-fidelity-slow", lambda: check_total("slow", SLOW_TARGET_OPS))
 @pytest.mark.parametrize("case", CASES, ids=base.case_id)
 @settings(max_examples=SLOW_EXAMPLES, **base.SETTINGS)
 @given(ops=base.STREAM)
@@ -314,11 +318,16 @@ def test_split_rules_served_and_legacy() -> None:
     assert victims["radixbench"] == victims["sglang-rust"] == victims["sglang-python"] == [1, 3, 2]
 
 
-def check_total(variant: str, target: int) -> None:
+def check_total(variant: str, target: int) -> str:
+    """The volume of the ``variant`` cases, checked once all of them passed (a ``volume``
+    check, tests/cache/conftest.py): >= ``target`` distinct ops replayed on radixbench and both
+    unified cores, 0 mismatching, reaching every outcome the streams are built to reach. Queues
+    the per-policy table for the terminal summary; returns the line for the volume checks."""
     ran = {c for v, c in LEDGER.passed if v == variant}
     failed = {c for v, c in LEDGER.failed if v == variant}
-    if failed or not ran >= set(CASES):
-        pytest.skip(f"some {variant} served-fidelity cases were deselected or failed")
+    assert not failed and ran >= set(CASES), (
+        f"{len(ran)} of {len(CASES)} {variant} cases passed, {len(failed)} failed"
+    )
     total = LEDGER.total(variant)
     assert total >= target, f"{variant}: {total} distinct ops replayed, want >= {target}"
     wanted = [
@@ -335,22 +344,11 @@ def check_total(variant: str, target: int) -> None:
     ]
     rare = [name for name in wanted if LEDGER.outcomes[name] < 50]
     assert not rare, f"streams too rarely reach: {rare}"
+    _report(variant)
+    return f"{total} distinct ops replayed on all three (>= {target}), 0 mismatching"
 
 
-def test_zz_served_total(request: pytest.FixtureRequest) -> None:
-    """After the cases above: all passed, >= ``TARGET_OPS`` distinct ops replayed on radixbench
-    and both unified cores, 0 mismatching. Prints the per-policy table."""
-    check_total("default", TARGET_OPS)
-    _report(request, "default")
-
-
-@pytest.mark.slow
-def test_zz_served_slow_total(request: pytest.FixtureRequest) -> None:
-    check_total("slow", SLOW_TARGET_OPS)
-    _report(request, "slow")
-
-
-def _report(request: pytest.FixtureRequest, variant: str) -> None:
+def _report(variant: str) -> None:
     """Queue the per-policy table for pytest's terminal summary."""
     rows: dict[str, Counter[str]] = defaultdict(Counter)
     for (v, policy, page, *_), n in LEDGER.ops.items():

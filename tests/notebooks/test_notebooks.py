@@ -37,6 +37,7 @@ def test_three_notebooks_exist() -> None:
     assert {p.stem for p in NOTEBOOKS} >= set(EXPECTED_FIGURES)
 
 
+@pytest.mark.e2e  # a Jupyter kernel
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_executes(path, run_dir, tmp_path, monkeypatch) -> None:
     figures = tmp_path / "figures"

@@ -75,6 +75,7 @@ def test_frame_html_escapes_and_marks_verdicts() -> None:
     assert "no rows" in frame_html(df.iloc[0:0], "t")
 
 
+@pytest.mark.e2e  # headless Chromium
 def test_report_renders_in_headless_chromium(tmp_path, rendered_run):
     chromium = _chromium()
     result, metrics_df = rendered_run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -120,3 +121,32 @@ def test_identical_code_gets_no_significant_difference(
     assert len(ops) == 3
     assert all("no significant difference" in ln for ln in ops), ops
     assert "Noise floor (A/A): sglang/numpy timed against a replica of itself" in ans
+
+
+def test_the_default_run_shows_where_the_served_cache_stands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21, item 4: the default scenario runs sglang 0.5.23 as served beside the
+    variants, and the answer gives its per-evict and per-match cost with each algorithm's
+    ratio against it."""
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("sglang is not installed (make install)")
+    code, ans = _answer(["compare", "--requests", "1600"], tmp_path, capsys)
+    assert code == 0
+    lines = [ln.strip() for ln in ans.splitlines()]
+    evict = next(ln for ln in lines if ln.startswith("evict — sglang 0.5.23 as served"))
+    assert "tree core): p50" in evict and "evictable leaves" in evict
+    assert "persistent-heap" in evict and "lru-list" in evict and "heapify" in evict
+    assert any(ln.startswith("match_prefix — sglang 0.5.23 as served") for ln in lines)
+
+
+def test_a_reference_that_cannot_run_is_left_out_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, ans = _answer(
+        ["compare", "--requests", "300", "--reference", "sglang:/no/such/checkout"],
+        tmp_path,
+        capsys,
+    )
+    assert code == 0
+    assert "Reference: the reference sglang:/no/such/checkout does not run here:" in ans

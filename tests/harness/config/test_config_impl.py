@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import torch
 
-from radixbench.cache import sglang_loader
+from radixbench.cache import registry, sglang_loader
 from radixbench.cache.impls import check_spec, default_label
 from radixbench.harness.cli import build_parser, main
 from radixbench.harness.cli.compare import spec_from_args
@@ -212,7 +212,10 @@ def test_missing_package(tmp_path, capsys, monkeypatch) -> None:
         return None if name == "sglang" else real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(sglang_loader, "_LOADS", {})  # no cached load of the installed package
+    # no cached load of the installed package: the loader's, nor the implementation
+    # registry's (any earlier test that ran --impl sglang left one there)
+    monkeypatch.setattr(sglang_loader, "_LOADS", {})
+    monkeypatch.setattr(registry, "_RESOLVED", {})
     line = _one_line_error(["compare", "--impl", "sglang"], tmp_path, capsys)
     assert "--impl: sglang: sglang is not installed" in line
     user = tmp_path / "patch.py"

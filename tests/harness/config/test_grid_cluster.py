@@ -44,9 +44,7 @@ def test_routers_default_to_the_scenario_cluster(tmp_path: Path) -> None:
             "[base]\n", '[base]\n"cluster.routers" = ["random", "precise"]\n'
         )
     )
-    routers = {
-        dict(v.extra)["router"] for c in load_grid(path).cells for v in c.load().variants
-    }
+    routers = {dict(v.extra)["router"] for c in load_grid(path).cells for v in c.load().variants}
     assert routers == {"random", "precise"}
     path.write_text(GRID.replace('"cache-aware"]', '"nope"]'))
     with pytest.raises(GridError, match=r"cluster\.routers"):

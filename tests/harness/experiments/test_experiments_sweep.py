@@ -57,6 +57,7 @@ def _finished(cells: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_sweep_runs_gathers_and_resumes(grid_file, tmp_path, cluster) -> None:
     grid = load_grid(grid_file)
     out = tmp_path / "sweep"
@@ -80,43 +81,94 @@ def test_sweep_runs_gathers_and_resumes(grid_file, tmp_path, cluster) -> None:
     assert second.results.equals(first.results)
 
 
+#: ``radixbench sweep GRID --out OUT --workers 2 --no-progress`` (the CLI, in its own process)
+#: with its cells gated by files in MARKERS: each cell takes the next free ticket
+#: (``ticket-N``, created exclusively); tickets 0 and 1 run the cell, the later one opens the
+#: cell's run folder as a real cell does (``AtomicRunDir``), writes ``blocked-<cell key>`` and
+#: waits there until the test kills the process group. So the sweep is killed with exactly two
+#: of its three cells finished and the third mid-cell, however slow the machine (it used to be
+#: killed once a poll saw >= 1 finished cell, asserting "halfway" by counts).
+_GATED_SWEEP = """
+import importlib, os, sys, time
+from pathlib import Path
+
+from radixbench.harness.cli import main
+from radixbench.harness.experiments import sweep
+from radixbench.harness.experiments.rundir import AtomicRunDir
+
+
+def gated(cell, cells_dir, markers):
+    ticket = 0
+    while True:
+        try:
+            os.close(os.open(os.path.join(markers, f"ticket-{ticket}"), os.O_CREAT | os.O_EXCL))
+            break
+        except FileExistsError:
+            ticket += 1
+    if ticket < 2:
+        return sweep.run_cell(cell, cells_dir)
+    with AtomicRunDir(Path(cells_dir), cell.key):
+        Path(markers, f"blocked-{cell.key}").touch()
+        while True:
+            time.sleep(60)
+
+
+if __name__ == "__main__":  # not in the workers (started by spawning this script again)
+    grid, out, markers = sys.argv[1:]
+    cli = importlib.import_module("radixbench.harness.cli.sweep")
+    assert cli.run_sweep is sweep.run_sweep
+    cell_fn = lambda cell, cells_dir: gated(cell, cells_dir, markers)
+    cli.run_sweep = lambda *args, **kw: sweep.run_sweep(*args, **kw, cell_fn=cell_fn)
+    sys.exit(main(["sweep", grid, "--out", out, "--workers", "2", "--no-progress"]))
+"""
+
+
+@pytest.mark.e2e  # a Dask cluster
 def test_killed_sweep_resumes_without_redoing_cells(grid_file, tmp_path) -> None:
     out = tmp_path / "sweep"
-    cmd = [
-        sys.executable,
-        "-m",
-        "radixbench.harness",
-        "sweep",
-        str(grid_file),
-        "--out",
-        str(out),
-        "--workers",
-        "2",
-        "--no-progress",
-    ]
-    proc = subprocess.Popen(
-        cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 240
+    cells = out / "cells"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    script = tmp_path / "gated_sweep.py"
+    script.write_text(_GATED_SWEEP)
+    log = tmp_path / "sweep.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(grid_file), str(out), str(markers)],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    # Wait for the state, not for a time: 2 cells finished and the third blocked inside its run
+    # folder (the deadline only stops a hung run).
+    deadline = time.monotonic() + 600
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (out / "cells").exists() and len(_finished(out / "cells")) >= 1:
+        while proc.poll() is None and time.monotonic() < deadline:
+            blocked = list(markers.glob("blocked-*"))
+            if len(blocked) == 1 and cells.exists() and len(_finished(cells)) == 2:
                 break
             time.sleep(0.2)
+        else:
+            raise AssertionError(
+                f"the gated sweep never reached 2 finished + 1 blocked cell "
+                f"(exit {proc.poll()}):\n{log.read_text()[-3000:]}"
+            )
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    done_before = _finished(out / "cells")
-    assert 1 <= len(done_before) < 3, "the sweep must be killed halfway"
+    done_before = _finished(cells)
+    assert len(done_before) == 2
+    half_written = sorted(p.name for p in cells.iterdir() if p.name.startswith(".tmp-"))
+    assert len(half_written) == 1, half_written  # the killed cell's run folder
     assert not (out / "results.parquet").exists()
     grid = load_grid(grid_file)
     resumed = run_sweep(grid, out, workers=2, progress=False)
-    assert resumed.cached == len(done_before)
-    assert resumed.ran == 3 - len(done_before) and resumed.failed == []
-    after = _finished(out / "cells")
+    assert resumed.cached == 2
+    assert resumed.ran == 1 and resumed.failed == []
+    after = _finished(cells)
     assert {k: after[k] for k in done_before} == done_before  # finished cells untouched
-    assert len(resumed.results) == 6
-    assert not any(p.name.startswith(".tmp") for p in (out / "cells").iterdir())
+    assert len(after) == 3 and len(resumed.results) == 6  # 3 grid points x 2 evictors
+    assert not any(p.name.startswith(".tmp") for p in cells.iterdir())
 
 
 def _crash_once(marker_dir: str, cell: Cell, cells_dir: str) -> str:
@@ -127,6 +179,7 @@ def _crash_once(marker_dir: str, cell: Cell, cells_dir: str) -> str:
     return run_cell(cell, cells_dir)
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_cell_whose_worker_died_is_retried(grid_file, tmp_path, cluster) -> None:
     grid = load_grid(grid_file)
     grid = type(grid)(grid.path, grid.description, grid.params, grid.cells[:2])
@@ -156,6 +209,7 @@ def test_cli_bad_scheduler_and_grid(tmp_path, capsys) -> None:
     assert "--scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_cell_with_bad_input_fails_in_one_line(tmp_path, cluster, capfd) -> None:
     # Every request of prefix-repetition needs 640 KV slots: these cells cannot run at all.
     g = tmp_path / "tiny.toml"

@@ -74,6 +74,7 @@ def test_batch_builder_calls_are_labelled_and_restored(monkeypatch) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e  # scalene
 def test_profile_end_to_end(tmp_path, capsys) -> None:
     argv = ["profile", "--requests", "12", "--out", str(tmp_path), "--no-progress",
             "--torch-profiler", "--top", "5"]  # fmt: skip
