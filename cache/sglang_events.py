@@ -35,7 +35,8 @@ from radixbench.cache.kv_events import (
     KVEvent,
     KVEventConfig,
 )
-from radixbench.cache.sglang_loader import SGLangLoadError, _one_line
+from radixbench.cache.sglang_loader import SGLangLoadError
+from radixbench.cache.sglang_modules import one_line
 
 __all__ = ["enable_native_hash", "event_params", "from_sglang"]
 
@@ -87,7 +88,7 @@ def enable_native_hash(loaded: Any) -> None:
         except Exception as e:
             raise SGLangLoadError(
                 f"{loaded.spec}: KV events on the Python tree core need sglang's native page "
-                f"hash ({source.name}), which could not be built: {_one_line(e)}"
+                f"hash ({source.name}), which could not be built: {one_line(e)}"
             ) from None
     ext = _BUILT[digest]
     module._load_native_hash_module = lambda: ext

@@ -140,6 +140,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
     assert "--scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_a_study_compares_implementations_with_impl(tmp_path, cluster) -> None:
     """Issue 22, defect 7: ``--impl`` makes a study evaluate a patch (here the persistent-heap
     subclass of sglang's legacy RadixCache against it), point by point."""

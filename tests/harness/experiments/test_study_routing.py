@@ -78,6 +78,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.e2e  # a Dask cluster
 def test_tiny_routing_study(tmp_path: Path, cluster) -> None:
     spec = load_routing_study(_write(tmp_path, TINY), quick=True)
     out = run_routing_study(
