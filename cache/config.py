@@ -41,6 +41,9 @@ class CacheConfig:
     #: KV events (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, drained by
     #: ``take_actions``) and their format; ``None`` (default): off, and free.
     kv_events: KVEventConfig | None = None
+    #: HiCache (host and storage tiers, ``radixbench.cache.hicache.HiCacheConfig``) or None:
+    #: off, the plain one-tier cache.
+    hicache: Any = None
 
     def __post_init__(self) -> None:
         if self.page_size < 1:

@@ -101,6 +101,12 @@ def _load_radixbench(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
 
 
 def _make_radixbench(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    if config.hicache is not None:
+        from radixbench.cache.hicache import TieredRadixCache
+
+        return TieredRadixCache(
+            pool, allocator, config, config.hicache, config.hicache.bytes_per_token
+        )
     from radixbench.cache.radix_cache import RadixCache
 
     return RadixCache(pool, allocator, config)
@@ -200,6 +206,8 @@ def _policy_error(handle: Any, policy: str) -> str | None:
 
 def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
     kind, loaded = handle
+    if config.hicache is not None:
+        return _make_hicache(kind, loaded, pool, allocator, config)
     if kind == "served":
         from radixbench.cache.sglang_served import ServedSGLangCache
 
@@ -209,12 +217,30 @@ def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
     return SGLangCache(pool, allocator, config, loaded)
 
 
+def _make_hicache(kind: str, loaded: Any, pool: Any, allocator: Any, config: Any) -> Any:
+    """The served cache with HiCache on (``radixbench.cache.sglang_hicache``): sglang's own
+    ``UnifiedRadixCache`` of the spec's package and core. Raises ``ValueError`` for the legacy
+    class and a user's subclass (neither is driven with HiCache)."""
+    from radixbench.cache.sglang_hicache import ServedHiCache, load_hicache
+
+    name, path, user = _parse(loaded.spec, loaded.spec.partition(":")[2] or None)
+    if kind != "served" or user is not None:
+        raise ValueError(
+            f"--enable-hierarchical-cache: {loaded.spec} is not driven with HiCache "
+            "(sglang's UnifiedRadixCache is: sglang, sglang-python, NAME:PATH)"
+        )
+    return ServedHiCache(
+        pool, allocator, config, load_hicache(loaded.spec, SGLANG_IMPLS[name], path)
+    )
+
+
 register_impl(
     ImplEntry(
         name=RADIXBENCH,
         load=_load_radixbench,
         factory=_make_radixbench,
         axes=frozenset({"evictor", "matcher"}),
+        hicache=True,
         help="radixbench's cache (the default; takes --evictors and --matchers)",
     ),
     replace=True,
@@ -234,6 +260,7 @@ for _name, _core in SGLANG_IMPLS.items():
             reference=SGLANG_RUST_REFERENCE if _core == "auto" else SGLANG_REFERENCE,
             policy_error=_policy_error,
             takes_arg=True,
+            hicache=_core != "legacy",
             help=f"{_SGLANG_HELP[_name]}; {_name}:PATH (a checkout's python/ folder), "
             f"{_name}:FILE.py:CLASS (a subclass)",
         ),

@@ -77,6 +77,8 @@ class ImplEntry:
     ``policy_error(handle, policy)``: when given, decides instead (a one-line reason, or
     ``None`` when the loaded spec runs ``policy``).
     ``takes_arg``: whether ``NAME:ARG`` is accepted; ``help``: one line for ``--impl``'s help.
+    ``hicache``: whether the factory builds the cache with HiCache tiers when
+    ``CacheConfig.hicache`` is set (``--enable-hierarchical-cache`` is refused otherwise).
     """
 
     name: str
@@ -88,6 +90,7 @@ class ImplEntry:
     policy_error: Callable[[Any, str], str | None] | None = None
     takes_arg: bool = False
     help: str = ""
+    hicache: bool = False
 
 
 _ENTRIES: dict[str, ImplEntry] = {}

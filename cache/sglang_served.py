@@ -107,6 +107,7 @@ class ServedSGLangCache:
             tree_core_backend=loaded.core,
             **events,
         )
+        self._params = params  # a HiCache subclass passes them on to ``init_hicache``
         with loaded.activate(), self._state:  # the registry imports its core at run time
             self.sgl = loaded.cache_class(params)
         self.core = self.sgl.tree_core

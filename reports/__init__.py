@@ -38,6 +38,7 @@ from radixbench.reports.axes import VariantSet, references
 from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import Answer, answer, withhold
+from radixbench.reports.hicache import has_tiers, hicache_lines
 from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
 from radixbench.reports.reference import reference_lines, reference_rows
@@ -88,6 +89,7 @@ def write_report(
     timeseries: pd.DataFrame | None = None,
     metrics: pd.DataFrame | None = None,
     *,
+    tables: Mapping[str, pd.DataFrame] | None = None,
     n_resamples: int = 1000,
     render: bool = True,
     svg: bool = False,
@@ -103,7 +105,10 @@ def write_report(
     ``equivalence`` are as for :func:`~radixbench.reports.markdown.write_report_md`;
     ``baseline`` names the baseline ``evictor``, ``matcher`` and/or ``flatten`` of the
     speed-up and verdict tables (an axis not named, or named with a value no variant has,
-    takes the first variant listed: ``resolve_baseline``); serving-metric verdicts only under
+    takes the first variant listed: ``resolve_baseline``); ``tables``: further tables by stem,
+    stored as given (with HiCache ``transfers`` and ``tiers``: its plots, its headline lines
+    and the report's HiCache section, :mod:`radixbench.reports.hicache`); serving-metric
+    verdicts only under
     the coupled clock; ``result["answer"]`` holds the headline lines; ``n_resamples``:
     bootstrap resamples per verdict (seeded with ``meta.seed``, 0 when absent).
     ``render=False`` stops after the tables (validated and written as above): no plots, no
@@ -166,6 +171,17 @@ def write_report(
             diverged=diverged,
         )
         verdicts = withhold(verdicts, ans.checks)
+        tier_head, tier_serving = hicache_lines(
+            requests, metrics, vs, base, seed if isinstance(seed, int) else 0, n_resamples
+        )
+        if tier_head or tier_serving:
+            ans = Answer(
+                ans.load,
+                [*ans.headline, *tier_head],
+                [*tier_serving, *ans.serving],
+                ans.checks,
+                ans.stated,
+            )
         if meta.reference:
             ref_rows = reference_rows(
                 ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
@@ -181,7 +197,7 @@ def write_report(
         )
         bar.update()
         bar.set_postfix_str("tables")
-        tables = {
+        written = {
             "requests": write_table(requests, run_dir, "requests"),
             "ops": write_table(ops, run_dir, "ops"),
             "summary_ops": write_table(ops_sum, run_dir, "summary_ops"),
@@ -190,14 +206,17 @@ def write_report(
             "verdicts": write_table(verdicts, run_dir, "verdicts"),
         }
         if timeseries is not None:
-            tables["timeseries"] = write_table(timeseries, run_dir, "timeseries")
+            written["timeseries"] = write_table(timeseries, run_dir, "timeseries")
         if metrics is not None:
-            tables["metrics"] = write_table(metrics, run_dir, "metrics")
+            written["metrics"] = write_table(metrics, run_dir, "metrics")
+        extra = dict(tables or {})
+        for stem, df in extra.items():
+            written[stem] = write_table(df, run_dir, stem)
         bar.update()
         result = ReportResult(
             report_md=None,
             report_html=None,
-            tables=tables,
+            tables=written,
             plots={},
             op_summary=ops_sum,
             variant_summary=var_sum,
@@ -208,7 +227,7 @@ def write_report(
         )
         if render:
             frames = (requests, ops, timeseries, metrics)
-            _render(result, run_dir, frames, meta, equivalence, svg, bar)
+            _render(result, run_dir, frames, meta, equivalence, svg, bar, extra)
     return result
 
 
@@ -235,6 +254,7 @@ def _render(
     equivalence: Mapping[str, Any],
     svg: bool,
     bar: tqdm,
+    extra: Mapping[str, pd.DataFrame] | None = None,
 ) -> None:
     """Plots, ``report.md`` and ``report.html`` of :func:`write_report` (fills ``result``'s
     ``plots``, ``report_md``, ``report_html``) from ``frames`` = (requests, ops, timeseries,
@@ -272,12 +292,19 @@ def _render(
         del steps["evict_vs_leaves"]  # evict never ran: no empty plot
     if timeseries is not None:
         steps["kv_queue_over_time"] = lambda p: plot_kv_queue_over_time(timeseries, p, svg=svg)
+    if has_tiers(requests):
+        from radixbench.reports.plots_tiers import plot_links_over_time, plot_tier_hits_over_time
+
+        steps["tier_hits_over_time"] = lambda p: plot_tier_hits_over_time(requests, p, svg=svg)
+        transfers, tiers = (extra or {}).get("transfers"), (extra or {}).get("tiers")
+        if transfers is not None and tiers is not None:
+            steps["links_over_time"] = lambda p: plot_links_over_time(transfers, tiers, p, svg=svg)
     plots = result["plots"]
     for name, draw in steps.items():
         bar.set_postfix_str(f"plot {name}")
         plots[name] = draw(plot_dir / f"{name}.png")
         bar.update()
-    bar.update(_N_RENDER_STEPS - 2 - len(steps))  # the skipped kv_queue_over_time step
+    bar.update(max(0, _N_RENDER_STEPS - 2 - len(steps)))  # the skipped plots
     bar.set_postfix_str("report.md")
     result["report_md"] = write_report_md(
         run_dir,

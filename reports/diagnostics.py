@@ -215,6 +215,16 @@ def _match_condition(mp: pd.DataFrame) -> tuple[int, float, str]:
     return n, matched, f"median matched {matched:,.0f} tokens"
 
 
+def _host_conditions(sel: pd.DataFrame, cond: str) -> dict[str, str]:
+    """With HiCache, the input size of the host tier's evictions too (``evict_host`` rows
+    record host leaves as ``evictable_leaves``)."""
+    host = sel[sel["op"] == "evict_host"]
+    if host.empty:
+        return {}
+    leaves = float(host["evictable_leaves"].median())
+    return {"evict": cond, "evict_host": f"median {leaves:,.0f} evictable host leaves"}
+
+
 def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
     """An :class:`AxisCheck` for each of ``axes`` from the per-op table. Mutates nothing."""
     out = {}
@@ -239,7 +249,7 @@ def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
                     cond,
                 )
             else:
-                out[axis] = AxisCheck(axis, True, "", cond)
+                out[axis] = AxisCheck(axis, True, "", cond, _host_conditions(sel, cond))
         elif axis == "matcher":
             n, matched, cond = _match_condition(sel[sel["op"] == "match_prefix"])
             if not n:

@@ -195,6 +195,27 @@ def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _hicache_block(metrics: pd.DataFrame | None) -> list[str]:
+    """The HiCache section (runs with HiCache on): hit rate split by tier, traffic per link,
+    host pool and I/O times per variant (:func:`radixbench.reports.hicache.tier_table`)."""
+    if metrics is None or "device_hit_rate" not in metrics.columns:
+        return []
+    from radixbench.reports.hicache import tier_table
+
+    return [
+        "## HiCache",
+        "",
+        "Prefix hit rate by tier (fraction of input tokens: on the device, loaded back from the "
+        "host, brought from storage by the request's prefetch), GB moved per link, mean "
+        "utilisation of the host link (both directions over its capacity) and of the host "
+        "pool, mean load-back / prefetch / I/O-wait time per request (ms). Plots: "
+        "`tier_hits_over_time`, `links_over_time`.",
+        "",
+        pipe_table(tier_table(metrics)),
+        "",
+    ]
+
+
 def write_report_md(
     run_dir: Path | str,
     *,
@@ -255,6 +276,7 @@ def write_report_md(
         pipe_table(variant_summary),
         "",
         *(["## Serving metrics", "", pipe_table(metrics), ""] if metrics is not None else []),
+        *_hicache_block(metrics),
         "## Speed-ups",
         "",
         "Ratio = baseline / variant (> 1: the variant is faster than its baseline). `evict` "

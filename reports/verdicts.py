@@ -55,7 +55,7 @@ __all__ = [
 
 #: Axis name -> ops whose ``ns`` that axis changes, in the order verdicts are made.
 AXIS_OPS: Mapping[str, tuple[str, ...]] = {
-    "evictor": ("evict",),
+    "evictor": ("evict", "evict_host"),
     "matcher": ("match_prefix",),
     "flatten": ("build_extend", "build_decode"),
     "impl": ("match_prefix", "insert", "evict"),

@@ -32,7 +32,9 @@ so). The rules kept:
 
 from __future__ import annotations
 
-from radixbench.cache.interface import PrefixCache
+from typing import Any
+
+from radixbench.cache.interface import MatchResult, PrefixCache
 from radixbench.cache.key import RadixKey
 from radixbench.sim.config import SimConfig
 from radixbench.sim.request import Req
@@ -50,10 +52,13 @@ class PrefillAdder:
         running: list[Req],
         ratio: float,
         remaining: list[int] | None = None,
+        tiers: Any = None,
     ) -> None:
         """``remaining``: output tokens each running request has still to sample, in batch
-        order (default: read from ``running``'s ``output_len - len(output_ids)``)."""
-        self.cfg, self.cache = cfg, cache
+        order (default: read from ``running``'s ``output_len - len(output_ids)``); ``tiers``:
+        the scheduler's :class:`~radixbench.sim.tiers.TierDriver` when the cache has HiCache
+        tiers (host hits are loaded back, :meth:`add_one_req`)."""
+        self.cfg, self.cache, self.tiers = cfg, cache, tiers
         clip = cfg.clip_max_new_tokens
         if remaining is None:
             remaining = [r.output_len - len(r.output_ids) for r in running]
@@ -114,9 +119,10 @@ class PrefillAdder:
         # yields the logits).
         match = cache.match_prefix(RadixKey(full, req.extra_key, limit=len(full) - 1))
         prefix = match.prefix_len
-        extend = len(full) - prefix
+        host = match.host_hit_length if self.tiers is not None else 0
+        extend = len(full) - prefix - host  # tokens computed: a host hit is loaded instead
         input_tokens = self.ceil_paged(extend)
-        total = extend + min(req.output_len, self.cfg.clip_max_new_tokens)
+        total = len(full) - prefix + min(req.output_len, self.cfg.clip_max_new_tokens)
         if total >= self.rem_total():
             return NO_TOKEN
         if input_tokens >= self.rem_input and self.can_run:
@@ -125,6 +131,15 @@ class PrefillAdder:
         if total >= self.rem_total():  # the lock took the prefix out of `evictable`
             cache.unlock(lock)
             return NO_TOKEN
+        device = prefix
+        if self.tiers is not None:
+            match, lock, prefix = self._load_back(match, lock)
+            if prefix - device < host:  # not loaded: the host hit is recomputed
+                extend = len(full) - prefix
+                input_tokens = self.ceil_paged(extend)
+                if input_tokens >= self.rem_input and self.can_run:
+                    cache.unlock(lock)
+                    return OTHER
         chunked = self.rem_chunk is not None and input_tokens > self.rem_chunk
         trunc = 0
         if chunked:
@@ -139,6 +154,8 @@ class PrefillAdder:
         req.cache_protected_len = prefix  # 0.5.23: the tree owns the matched prefix
         if req.prefix_hit_tokens < 0:
             req.prefix_hit_tokens = prefix
+            if self.tiers is not None:
+                self.tiers.admitted(req, device, prefix - device)
         if not chunked:
             req.fill_ids = full
             self.can_run.append(req)
@@ -151,3 +168,16 @@ class PrefillAdder:
         if not self.has_budget():
             return OTHER
         return CONTINUE
+
+    def _load_back(self, match: Any, lock: Any) -> tuple[Any, Any, int]:
+        """sglang 0.5.23's load-back at admission (``schedule_policy.py:1470-1579``): with the
+        match pinned, ``init_load_back`` (``TierOps.load_back``); when it loaded, the request
+        locks the new last node before the pin is released (``_commit_prefill_admission``
+        inside ``_lock_node``). Returns ``(match, the request's lock, prefix tokens)``."""
+        cache = self.cache
+        prefix, node, indices = self.tiers.tiers.load_back(match)
+        if prefix == match.prefix_len:
+            return match, lock, prefix
+        new_lock = cache.lock(node)
+        cache.unlock(lock)
+        return MatchResult(indices, node, prefix), new_lock, prefix

@@ -7,6 +7,7 @@ from typing import TypeAlias
 
 from radixbench.cache.config import SPLIT_RULES
 from radixbench.cache.evictor import EVICTORS
+from radixbench.cache.hicache.config import HiCacheConfig, StorageConfig, host_pool_tokens
 from radixbench.cache.impls import RADIXBENCH, check_spec, default_label
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
@@ -114,6 +115,50 @@ class Variant:
 
 CLOCKS = ("isolated", "coupled")
 
+#: The variant axis of HiCache settings: its value is the write policy (``--hicache-write-policy
+#: write_through,write_back`` gives one variant per policy).
+HICACHE_AXIS = "hicache"
+#: The ``hicache`` axis value of a variant without HiCache in a run with it (its baseline in
+#: ``radixbench study hicache``: the device-only cache).
+HICACHE_OFF = "off"
+
+
+@dataclass(frozen=True, slots=True)
+class HiCacheSim:
+    """``--enable-hierarchical-cache`` and its settings for a run (scenario key ``hicache`` of
+    ``[cache]``; ``radixbench.cache.hicache.config`` holds what each cache gets).
+
+    ``ratio`` / ``size_gb``: the host pool (``--hicache-ratio``, default 2.0; ``--hicache-size``
+    GB per rank, overrides the ratio); ``write_policy``: the default of variants without a
+    ``hicache`` axis value; ``storage``: the L3 tier (``--hicache-storage-backend``) or None;
+    ``host_link_gbps``: overrides the cost model's device<->host link (GB/s per direction);
+    ``duplex``: the link's two directions do not share it (``radixbench.sim.transfers``);
+    ``load_back_threshold``: tokens; ``enabled``: false turns HiCache off (a scenario file's
+    table kept for later). Raises ``ValueError`` (one line naming the flag)."""
+
+    enabled: bool = True
+    ratio: float | None = None
+    size_gb: float | None = None
+    write_policy: str = "write_through"
+    storage: StorageConfig | None = None
+    host_link_gbps: float | None = None
+    duplex: bool = False
+    load_back_threshold: int = 10
+
+    def __post_init__(self) -> None:
+        HiCacheConfig(self.write_policy, host_tokens=1)  # checks the policy
+        if self.ratio is not None and not self.ratio >= 1:
+            raise ValueError(
+                f"--hicache-ratio: must be >= 1 (host pool at least the device pool), got "
+                f"{self.ratio:g}"
+            )
+        if self.size_gb is not None and not self.size_gb > 0:
+            raise ValueError(f"--hicache-size: must be > 0 GB, got {self.size_gb:g}")
+        if self.host_link_gbps is not None and not self.host_link_gbps > 0:
+            raise ValueError(f"--hicache-host-link-gbps: must be > 0, got {self.host_link_gbps:g}")
+        if self.load_back_threshold < 1:
+            raise ValueError("hicache.load_back_threshold must be >= 1 token")
+
 
 def _default_cost() -> CostModelT:
     return load_cost_model(DEFAULT_COST_MODEL)
@@ -164,6 +209,7 @@ class SimConfig:
     clip_max_new_tokens: int = 4096
     retract_decode_steps: int = 20
     cost: CostModelT = field(default_factory=_default_cost)
+    hicache: HiCacheSim | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -213,6 +259,50 @@ class SimConfig:
             raise ValueError(
                 f"kv_capacity_tokens {self.kv_capacity_tokens} holds no page of page_size {ps}"
             )
+        if self.hicache is not None and not self.hicache.enabled:
+            object.__setattr__(self, "hicache", None)
+        if self.hicache is not None:
+            if not isinstance(self.cost, RooflineCostModel):
+                raise ValueError(
+                    "--enable-hierarchical-cache: needs a roofline cost model (--cost-model "
+                    "PRESET: KV bytes per token and the host link); the linear model has none"
+                )
+            self.hicache_for(None)  # sizes the host pool: raises on a bad size
+
+    @property
+    def hicache_bytes_per_token(self) -> int:
+        """KV bytes of one token on one rank (all layers over ``tp``): a host / storage copy."""
+        cost = self.cost
+        assert isinstance(cost, RooflineCostModel)
+        return max(1, cost.kv_bytes_per_token // cost.tp)
+
+    @property
+    def host_link_bytes_s(self) -> float:
+        """The device<->host link of one GPU (B/s): the override, else the cost model's."""
+        hc = self.hicache
+        if hc is not None and hc.host_link_gbps is not None:
+            return hc.host_link_gbps * 1e9
+        return float(getattr(self.cost, "host_link_bytes_s", 25e9))
+
+    @property
+    def model_layers(self) -> int:
+        return int(getattr(self.cost, "layers", 1))
+
+    def hicache_for(self, write_policy: str | None) -> HiCacheConfig | None:
+        """The cache's HiCache settings for a variant whose ``hicache`` axis is
+        ``write_policy`` (None: the run's default; :data:`HICACHE_OFF`: none), or None when
+        HiCache is off. The host pool
+        is sized from the device pool (``kv_capacity_tokens`` in whole pages) as sglang
+        0.5.23 sizes it (``host_pool_tokens``)."""
+        hc = self.hicache
+        if hc is None or write_policy == HICACHE_OFF:
+            return None
+        ps = self.page_size
+        bpt = self.hicache_bytes_per_token
+        host = host_pool_tokens(self.kv_capacity_tokens // ps * ps, ps, hc.ratio, hc.size_gb, bpt)
+        return HiCacheConfig(
+            write_policy or hc.write_policy, host, hc.load_back_threshold, hc.storage, bpt
+        )
 
     @property
     def min_new_token_ratio(self) -> float:

@@ -95,6 +95,10 @@ class LinearCostModel:
         )
 
 
+#: The device<->host link of a preset without ``[host_link]`` (B/s, one direction: PCIe 4 x16).
+DEFAULT_HOST_LINK_BYTES_S = 25e9
+
+
 @dataclass(frozen=True, slots=True)
 class RooflineCostModel:
     """Roofline step times of a dense decoder (formulas in the module docstring).
@@ -102,7 +106,10 @@ class RooflineCostModel:
     params: weights (count); layers / heads / kv_heads / head_dim: architecture; dtype_bytes:
     bytes per weight and KV element; tp: GPUs sharing the model; peak_flops (FLOP/s) and
     mem_bw_bytes_s (B/s) per GPU; mem_gb: HBM per GPU (GB = 1e9 B); compute_eff / bw_eff in
-    (0, 1]; step_overhead_s: fixed per-step time (launches, sampling, scheduler).
+    (0, 1]; step_overhead_s: fixed per-step time (launches, sampling, scheduler);
+    host_link_bytes_s: the device<->host link per GPU (B/s, one direction), what HiCache's
+    backups and load-backs cross (``[host_link] bytes_s`` of a preset; used only with
+    ``--enable-hierarchical-cache``).
     """
 
     name: str
@@ -119,6 +126,7 @@ class RooflineCostModel:
     compute_eff: float
     bw_eff: float
     step_overhead_s: float
+    host_link_bytes_s: float = DEFAULT_HOST_LINK_BYTES_S
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -229,6 +237,7 @@ def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
             except (KeyError, TypeError):
                 raise ValueError(f"{where}: missing key [{table}] {k}") from None
     gpu_name = doc["gpu"].get("name", "gpu")
+    link = doc.get("host_link", {}).get("bytes_s", DEFAULT_HOST_LINK_BYTES_S)
     try:
         return RooflineCostModel(
             name=f"{vals['model.name']}@{gpu_name}x{vals['gpu.tp']}",
@@ -245,6 +254,7 @@ def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
             compute_eff=float(vals["efficiency.compute"]),
             bw_eff=float(vals["efficiency.bandwidth"]),
             step_overhead_s=float(vals["efficiency.step_overhead_s"]),
+            host_link_bytes_s=float(link),
         )
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: {e}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -25,7 +26,8 @@ class Req:
     ``seq_len``: tokens whose KV is in ``req_to_token``. ``token_s``: simulated time (s) of
     every output token. ``retractions``: times decode retracted it. ``expand``: makes the
     prompt tokens of a request built by :meth:`on_demand` the first time :meth:`full_ids` is
-    called, then ``None``.
+    called, then ``None``. ``tier``: its HiCache record (tokens hit per tier, I/O times), None
+    without HiCache.
     """
 
     __slots__ = (
@@ -52,6 +54,7 @@ class Req:
         "rid",
         "seq_len",
         "status",
+        "tier",
         "token_s",
     )
 
@@ -80,6 +83,7 @@ class Req:
         self.retractions = 0
         self.status = "waiting"
         self.expand: Callable[[], array] | None = None
+        self.tier: Any = None  # HiCache: a ``radixbench.sim.tiers.TierStats``
 
     @classmethod
     def on_demand(

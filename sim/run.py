@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from time import perf_counter_ns
 from typing import Any
@@ -21,12 +21,16 @@ from radixbench.cache.radix_cache import CacheConfig
 from radixbench.cache.registry import make_cache
 from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
-from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
+from radixbench.sim.records import RecordLog
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
+from radixbench.sim.tier_metrics import REQUEST_TIER_COLUMNS, request_columns, run_metrics
+from radixbench.sim.tiers import TIER_SCHEMA
+from radixbench.sim.transfers import TRANSFER_SCHEMA
 from radixbench.workloads.tokens import block_tokens
 from radixbench.workloads.trace import TraceRequest
 
@@ -46,6 +50,9 @@ class VariantResult:
     metrics: dict[str, Any]
     events: int
     wall_s: float
+    #: further tables by stem: with HiCache ``transfers`` and ``tiers``
+    #: (``radixbench.sim.tier_metrics``); empty without
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @contextmanager
@@ -156,6 +163,7 @@ def build_server(
             cfg.policy,
             split_rule=cfg.split_rule,
             kv_events=kv_events,
+            hicache=cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS)),
         ),
     )
     rec = OpRecorder(lambda: float(env.now))
@@ -255,18 +263,40 @@ class VariantSim:
         name = self.variant.name
         steps = self.sched.steps.frame(name)
         metrics = serving_metrics(self.done, steps, self.cfg.clock)
+        requests = _request_frame(name, self.done)
+        tables: dict[str, pd.DataFrame] = {}
+        io = self.sched.io
+        if self.cfg.hicache is not None:  # HiCache: tier columns, transfers, host occupancy
+            order = sorted(self.done, key=lambda r: r.rid)
+            for col, values in request_columns(order).items():
+                requests[col] = pd.Series(
+                    values, index=requests.index, dtype=REQUEST_TIER_COLUMNS[col]
+                )
+            if io is not None:
+                tables["transfers"] = io.engine.log.frame(name)
+                tables["tiers"] = io.steps.frame(name)
+            else:  # a variant with HiCache off (``hicache=off``): no transfers
+                tables["transfers"] = RecordLog(TRANSFER_SCHEMA).frame(name)
+                tables["tiers"] = RecordLog(TIER_SCHEMA).frame(name)
+            metrics.update(
+                run_metrics(
+                    requests, tables["transfers"], tables["tiers"], self.cfg.host_link_bytes_s,
+                    self.cfg.hicache.duplex,
+                )
+            )  # fmt: skip
         metrics["events"] = self.events
         metrics["wall_s"] = self.wall_ns * 1e-9
         metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
         return VariantResult(
             name,
-            self._with_axes(_request_frame(name, self.done)),
+            self._with_axes(requests),
             self._with_axes(self.rec.frame(name)),
             float(self.env.now),
             self._with_axes(steps),
             {"variant": name, **self.variant.axes(), **metrics},
             self.events,
             self.wall_ns * 1e-9,
+            {stem: self._with_axes(df) for stem, df in tables.items()},
         )
 
 

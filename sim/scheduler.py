@@ -50,6 +50,7 @@ from radixbench.sim.kv_alloc import SlotAllocator
 from radixbench.sim.request import Req
 from radixbench.sim.running import RunningArrays
 from radixbench.sim.sched_policy import SchedPolicy
+from radixbench.sim.tiers import TierDriver
 from radixbench.sim.timeseries import StepLog
 from radixbench.workloads.tokens import output_tokens
 
@@ -104,6 +105,15 @@ class Scheduler:
             "build_decode", builder.build_decode, stats, _locs, lambda _, reqs, *__: len(reqs)
         )
         self.capacity = allocator.size  # tokens: whole pages only when paged
+        # HiCache: the cache's tier entry points, driven as sglang's scheduler drives them
+        tiers = getattr(cache, "tiers", None)
+        self.io: TierDriver | None = None
+        if tiers is not None:
+            self.io = TierDriver(
+                env, cache, tiers, cfg.hicache_bytes_per_token, cfg.host_link_bytes_s,
+                cfg.hicache.storage if cfg.hicache else None, cfg.model_layers, rec,
+                duplex=cfg.hicache.duplex if cfg.hicache else False,
+            )  # fmt: skip
         self.before_step: Callable[[Scheduler], None] | None = None
         self.after_step: Callable[[], None] | None = None
         self.paged = self.slots.page_size > 1
@@ -126,6 +136,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ events
     def enqueue(self, req: Req) -> None:
+        if self.io is not None:
+            self.io.arrived(req)
         self.waiting.append(req)
         self.admission_dirty = True
         self._notify()
@@ -172,8 +184,9 @@ class Scheduler:
         cfg = self.cfg
         if self.chunked_req is None and (not self.waiting or not self.admission_dirty):
             return []
+        io = self.io
         adder = PrefillAdder(
-            cfg, self.cache, self.running, self.new_token_ratio, self.arr.remaining()
+            cfg, self.cache, self.running, self.new_token_ratio, self.arr.remaining(), io
         )
         if self.chunked_req is not None:
             self.chunked_req = adder.add_chunked_req(self.chunked_req)
@@ -183,7 +196,8 @@ class Scheduler:
                 # does budget_state() stop the pass; the sole effect would be LRU touches.
                 return adder.can_run
         cap = min(self.capacity, cfg.max_context_len_tokens)
-        fcfs = self.policy.name == "fcfs"
+        # FCFS takes the head of the queue in place, unless HiCache may hold some back
+        fcfs = self.policy.name == "fcfs" and io is None
         # FCFS takes from the head of the deque in place; other orders work on a copy.
         queue: Any = self.waiting if fcfs else self.policy.order(list(self.waiting))
         admitted: list[Req] = []
@@ -195,6 +209,8 @@ class Scheduler:
                 admitted.append(req)
                 self._reject(req)
                 continue
+            if io is not None and not io.admissible(req):
+                continue  # its prefetch is not done: skipped this pass (check_prefetch_progress)
             res = adder.add_one_req(req)
             if res != CONTINUE:
                 if res == NO_TOKEN:
@@ -219,7 +235,7 @@ class Scheduler:
                 assert row is not None  # rows == max_running
                 r.req_pool_idx = row
             r.status = "running"
-        if not batch:
+        if not batch and io is None:
             self.admission_dirty = False
         return batch
 
@@ -244,7 +260,10 @@ class Scheduler:
         extend = [len(r.fill_ids) - p for r, p in zip(batch, prefix)]
         loc = self.slots.extend(batch, prefix)
         self._build_extend(batch, loc)
-        step_s, cpu_s = self._step_time(self.cfg.cost.prefill_time(extend, prefix))
+        forward_s = self.cfg.cost.prefill_time(extend, prefix)
+        if self.io is not None:  # loads back (layer by layer) and blocking copies
+            forward_s = self.io.prefill_time(forward_s, batch)[0]
+        step_s, cpu_s = self._step_time(forward_s)
         self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
         yield self.env.timeout(step_s)
         now = self.env.now
@@ -317,7 +336,10 @@ class Scheduler:
         loc = slots.decode(running, arr.seq_now() if self.paged else None, arr.rows)
         meta = arr.decode_inputs(builder.decode_meta(bs))
         self._build_decode(running, loc, meta)
-        step_s, cpu_s = self._step_time(self._decode_time(bs, arr.seq_total + bs))
+        decode_s = self._decode_time(bs, arr.seq_total + bs)
+        if self.io is not None:
+            decode_s += self.io.decode_delay()
+        step_s, cpu_s = self._step_time(decode_s)
         self._log("decode", bs, bs, step_s, cpu_s)
         return step_s
 
@@ -339,6 +361,10 @@ class Scheduler:
             if self.before_step is not None:
                 self.arr.sync()
                 self.before_step(self)
+            if self.io is not None:
+                self.io.poll()  # check_hicache_events
+                if self.waiting:
+                    self.admission_dirty = True
             # _get_new_batch_prefill returns [] at once unless one of these holds
             if self.chunked_req is not None or (self.waiting and self.admission_dirty):
                 batch = self._get_new_batch_prefill()
@@ -353,5 +379,10 @@ class Scheduler:
                 return
             else:
                 self._wake = self.env.event()
-                yield self._wake
+                wake_at = self.io.wake_at() if self.io is not None else None
+                if wake_at is not None:  # a request waits on I/O: look again when it may end
+                    delay = max(wake_at - self.env.now, 1e-6)
+                    yield self._wake | self.env.timeout(delay)
+                else:
+                    yield self._wake
                 self._wake = None

@@ -19,6 +19,7 @@ import numpy as np
 from radixbench.workloads.arrivals import Arrivals, apply_arrivals, select
 from radixbench.workloads.generators import GENERATORS, generate
 from radixbench.workloads.segments import PrefixRule
+from radixbench.workloads.sessions import TIMED_GENERATORS
 from radixbench.workloads.tabular import AZURE_TRACES, bundled_azure_path, load_azure, load_generic
 from radixbench.workloads.tokens import HashBlocks
 from radixbench.workloads.trace import MOONCAKE_BLOCK_SIZE, TraceError, TraceRequest, load_mooncake
@@ -80,6 +81,7 @@ SOURCES: dict[str, type] = {
     "azure": AzureTrace,
     "trace": GenericTrace,
     **{name: cls for name, (cls, _) in GENERATORS.items()},
+    **{name: cls for name, (cls, _) in TIMED_GENERATORS.items()},
 }
 """``workload.kind`` -> parameter dataclass (traces first, then generators)."""
 
@@ -170,11 +172,18 @@ def load_workload(
             block_size=params.block_size,
             **sel,
         )
+    elif kind in TIMED_GENERATORS:  # times its own requests (sessions with think time)
+        if arrivals.process == "trace":
+            raise ValueError(f"a {kind} workload draws session starts: set arrivals.process")
+        reqs = select(TIMED_GENERATORS[kind][1](params, arrivals, rng), arrivals)
+        arrivals = replace(arrivals, process="trace", rate=None)
     else:
         if arrivals.process == "trace":
             raise ValueError(f"a {kind} workload has no timestamps: set arrivals.process")
         reqs = generate(kind, params, rng)
-    if kind not in TRACE_KINDS:  # draw times, select on them, then scale like a trace
+    if kind in TIMED_GENERATORS:
+        pass
+    elif kind not in TRACE_KINDS:  # draw times, select on them, then scale like a trace
         reqs = select(
             apply_arrivals(reqs, replace(arrivals, time_scale=1.0, rate_scale=1.0), rng), arrivals
         )

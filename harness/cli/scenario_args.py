@@ -72,6 +72,13 @@ OVERRIDES = {
     "routers": "cluster.routers",
     "event_delay": "cluster.event_delay_s",
     "event_loss": "cluster.event_loss",
+    "enable_hierarchical_cache": "sim.hicache.enabled",
+    "hicache_ratio": "sim.hicache.ratio",
+    "hicache_size": "sim.hicache.size_gb",
+    "hicache_write_policy": "variants.hicache",
+    "hicache_storage_backend": "sim.hicache.storage.backend",
+    "hicache_storage_prefetch_policy": "sim.hicache.storage.prefetch_policy",
+    "hicache_host_link_gbps": "sim.hicache.host_link_gbps",
 }
 
 _SET_HELP = "override a scenario key, e.g. --set workload.groups=4 (TOML value)"
@@ -240,6 +247,90 @@ def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
         metavar="GB",
         help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
     )
+    _add_hicache_arguments(c)
+
+
+def _add_hicache_arguments(c: argparse.ArgumentParser) -> None:
+    """sglang 0.5.23's HiCache server arguments (``arg_groups/fields/memory.py:98-200``); any
+    of them turns HiCache on. Scenario keys: ``[cache.hicache]`` (``HiCacheSim``) and
+    ``[variants] hicache`` (the write policies, an axis)."""
+    from radixbench.cache.hicache import PREFETCH_POLICIES, STORAGE_BACKENDS, WRITE_POLICIES
+
+    g = c.add_argument_group("HiCache (host and storage tiers; any flag turns HiCache on)")
+    g.add_argument(
+        "--enable-hierarchical-cache",
+        action="store_const",
+        const=True,
+        help="host (L2) tier behind the device KV pool, as sglang --enable-hierarchical-cache",
+    )
+    g.add_argument(
+        "--hicache-ratio", type=float, metavar="R",
+        help="host pool = R x the device pool (>= 1; default 2)",
+    )  # fmt: skip
+    g.add_argument(
+        "--hicache-size", type=float, metavar="GB",
+        help="host pool in GB per rank (overrides --hicache-ratio)",
+    )  # fmt: skip
+    g.add_argument(
+        "--hicache-write-policy",
+        type=csv_list,
+        metavar="POLICY[,POLICY]",
+        help=f"{', '.join(WRITE_POLICIES)} (a comma list is an axis: one variant per policy)",
+    )
+    g.add_argument(
+        "--hicache-storage-backend",
+        metavar="NAME",
+        help=f"storage (L3) tier behind the host: {', '.join(STORAGE_BACKENDS)} (sglang's no-IO "
+        "simulator: bandwidth and latency, see --hicache-storage-backend-extra-config)",
+    )
+    g.add_argument(
+        "--hicache-storage-prefetch-policy",
+        metavar="POLICY",
+        help=f"when a prefetch from storage stops: {', '.join(PREFETCH_POLICIES)} "
+        "(default timeout)",
+    )
+    g.add_argument(
+        "--hicache-storage-backend-extra-config",
+        metavar="JSON",
+        help='storage settings, as sglang: {"sim_write_gbps": 5, "sim_read_gbps": 5, '
+        '"sim_op_latency_us": 100, "prefetch_threshold": 256, "prefetch_timeout_base": 1.0, '
+        '"prefetch_timeout_per_ki_token": 0.25}',
+    )
+    g.add_argument(
+        "--hicache-host-link-gbps", type=float, metavar="GB/S",
+        help="device<->host link per direction (default: the cost model's, e.g. 55 on H100)",
+    )  # fmt: skip
+
+
+#: ``--hicache-storage-backend-extra-config`` key -> ``StorageConfig`` field (sglang's names).
+_STORAGE_EXTRA = {
+    "sim_write_gbps": "write_gbps",
+    "sim_read_gbps": "read_gbps",
+    "sim_op_latency_us": "op_latency_us",
+    "prefetch_threshold": "prefetch_threshold",
+    "prefetch_timeout_base": "timeout_base_s",
+    "prefetch_timeout_per_ki_token": "timeout_per_ki_token_s",
+}
+
+
+def _storage_extra(text: str) -> dict[str, Any]:
+    """``--hicache-storage-backend-extra-config`` -> scenario overrides. Raises
+    :class:`UsageError` naming the flag for bad JSON or an unknown key."""
+    import json
+
+    flag = "--hicache-storage-backend-extra-config"
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"{flag}: not JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{flag}: expected a JSON object")
+    out = {}
+    for k, v in doc.items():
+        if k not in _STORAGE_EXTRA:
+            raise UsageError(f"{flag}: unknown key {k!r}; known: {', '.join(_STORAGE_EXTRA)}")
+        out[f"sim.hicache.storage.{_STORAGE_EXTRA[k]}"] = v
+    return out
 
 
 def set_overrides(texts: list[str]) -> dict[str, Any]:
@@ -276,6 +367,11 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out.update(cluster_overrides(args))
     if chunk == -1:
         out["sim.chunked_prefill_size"] = None  # no chunking
+    extra = getattr(args, "hicache_storage_backend_extra_config", None)
+    if extra is not None:
+        out.update(_storage_extra(extra))
+    if any(k.startswith("sim.hicache.") for k in out) or "variants.hicache" in out:
+        out.setdefault("sim.hicache.enabled", True)  # any --hicache-* flag turns HiCache on
     if args.window is not None:
         out["arrivals.max_requests"] = None  # a window replaces the scenario's request count
     if getattr(args, "all", False):
@@ -298,5 +394,9 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     }
     origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
     origins.update(cluster_origins(args, origins))
+    extra = getattr(args, "hicache_storage_backend_extra_config", None)
+    if extra is not None:
+        flag = "--hicache-storage-backend-extra-config"
+        origins.update(dict.fromkeys(_storage_extra(extra), flag))
     overrides = scenario_overrides(args)
     return load_scenario(args.scenario, overrides, trace=trace, origins=origins)

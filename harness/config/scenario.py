@@ -57,6 +57,8 @@ _DEFAULT_VARIANTS = {
     "flatten": ["chain"],
     "impls": ["radixbench"],
 }
+#: ``[variants]`` keys beyond the lists above: ``hicache``, the HiCache write policies (an axis).
+_HICACHE_KEY = "hicache"
 
 
 @dataclass(frozen=True)
@@ -116,15 +118,13 @@ def _reference(
 
 
 def _variants(
-    table: dict[str, Any], file: str, policy: str
+    table: dict[str, Any], file: str, sim: SimConfig
 ) -> tuple[tuple[Variant, ...], Variant | None, str]:
+    policy = sim.policy
+    known = (*_DEFAULT_VARIANTS, _HICACHE_KEY, "reference")
     for key in table:
-        if key not in (*_DEFAULT_VARIANTS, "reference"):
-            raise ScenarioError(
-                file,
-                f"variants.{key}",
-                f"unknown key; known: {', '.join(_DEFAULT_VARIANTS)}, reference",
-            )
+        if key not in known:
+            raise ScenarioError(file, f"variants.{key}", f"unknown key; known: {', '.join(known)}")
     lists = {}
     for key, default in _DEFAULT_VARIANTS.items():
         names = coerce(table.get(key, default), list[str], f"variants.{key}", file)
@@ -147,10 +147,62 @@ def _variants(
             else "flatten"
         )
         raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
+    out = _hicache_variants(out, table.get(_HICACHE_KEY), impls, file, sim)
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
     ref, note = _reference(table, file, policy, lists["flatten"][0], {i.label for i in impls})
+    if ref is not None and sim.hicache is not None:
+        ref, note = _hicache_reference(ref, out[0], file)
     return tuple(out), ref, note
+
+
+def _hicache_reference(ref: Variant, first: Variant, file: str) -> tuple[Variant | None, str]:
+    """Under HiCache the reference runs with the baseline's HiCache setting (the first variant's
+    ``hicache`` value), or not at all when its implementation has no HiCache."""
+    from radixbench.cache.registry import resolve
+
+    if not resolve(ref.impl).entry.hicache:
+        return None, f"the reference {ref.impl} has no HiCache"
+    return dataclasses.replace(ref, extra=(*ref.extra, *first.extra)), ""
+
+
+def _hicache_variants(
+    variants: list[Variant], policies: Any, impls: Any, file: str, sim: SimConfig
+) -> list[Variant]:
+    """With HiCache on, every variant once per write policy (``[variants] hicache``, default
+    the ``[cache.hicache]`` write policy), the policy as its ``hicache`` axis. Raises
+    :class:`ScenarioError` for policies without HiCache, an unknown policy, or an
+    implementation that has no HiCache."""
+    from radixbench.cache.hicache import WRITE_POLICIES
+    from radixbench.cache.registry import resolve
+    from radixbench.sim.config import HICACHE_AXIS, HICACHE_OFF
+
+    key = f"variants.{_HICACHE_KEY}"
+    if sim.hicache is None:
+        if policies is not None:
+            raise ScenarioError(file, key, "needs HiCache on (--enable-hierarchical-cache)")
+        return variants
+    names = coerce(policies, list[str], key, file) if policies is not None else None
+    names = names or [sim.hicache.write_policy]
+    for name in names:
+        if name not in WRITE_POLICIES and name != HICACHE_OFF:
+            raise ScenarioError(
+                file, key,
+                f"--hicache-write-policy: unknown policy {name!r}; known: "
+                f"{', '.join(WRITE_POLICIES)}, {HICACHE_OFF}",
+            )  # fmt: skip
+    for impl in impls:
+        if not resolve(impl.spec).entry.hicache:
+            raise ScenarioError(
+                file, "cache.hicache",
+                f"--enable-hierarchical-cache: impl {impl.spec!r} has no HiCache (implementations "
+                "with it: radixbench, sglang, sglang-python)",
+            )  # fmt: skip
+    return [
+        dataclasses.replace(v, extra=(*v.extra, (HICACHE_AXIS, name)))
+        for v in variants
+        for name in names
+    ]
 
 
 def parse_scenario(
@@ -197,7 +249,7 @@ def parse_scenario(
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
-    variants, ref, note = _variants(_table(doc, "variants", file), file, sim.policy)
+    variants, ref, note = _variants(_table(doc, "variants", file), file, sim)
     cluster = None
     if "cluster" in doc:
         from radixbench.cluster.spec import router_variants

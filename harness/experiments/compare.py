@@ -197,6 +197,11 @@ def run_compare(
     ops = pd.concat([r.ops for r in results], ignore_index=True)
     timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
     metrics = pd.DataFrame([r.metrics for r in results])
+    stems = list(dict.fromkeys(stem for r in results for stem in r.tables))
+    tables = {
+        stem: pd.concat([r.tables[stem] for r in results if stem in r.tables], ignore_index=True)
+        for stem in stems
+    }
     equivalence = check_equivalence(requests)
     ceiling = served_ceiling(trace, requests)
     belady = served_belady(trace, requests, spec.sim) if cluster is None else None
@@ -245,6 +250,7 @@ def run_compare(
                 equivalence,
                 timeseries=timeseries,
                 metrics=metrics,
+                tables=tables,
                 render=full_report,
                 baseline=spec.baseline,
                 progress=progress,
