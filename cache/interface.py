@@ -85,24 +85,44 @@ class EvictResult(NamedTuple):
 
 class CacheAction:
     """Something a cache asks of the world around it, drained by ``take_actions``: a KV event
-    or a tier transfer. Subclassed (as dataclasses) by the features that emit them — the KV
+    or a tier transfer. ``kind`` names it (e.g. ``BlockStored``, ``d2h``); ``fields`` carries
+    its data (page hashes, token counts, tiers...). Made directly as ``CacheAction(kind,
+    fields)`` (HiCache's transfers, :mod:`radixbench.cache.hicache.controller`) or subclassed as
+    a dataclass whose class name is its kind and whose dataclass fields are its fields (the KV
     events ``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared`` of
-    :mod:`radixbench.cache.kv_events`. ``kind`` names it (the class name); ``fields`` carries
-    its data (the dataclass fields: page hashes, tokens, tiers...)."""
+    :mod:`radixbench.cache.kv_events`)."""
 
-    __slots__ = ()
+    __slots__ = ("_fields", "_kind")
+
+    def __init__(self, kind: str, fields: dict[str, Any] | None = None) -> None:
+        self._kind = kind
+        self._fields = {} if fields is None else fields
 
     @property
     def kind(self) -> str:
-        return type(self).__name__
+        try:
+            return self._kind
+        except AttributeError:  # a dataclass subclass: its own __init__ sets no _kind
+            return type(self).__name__
 
     @property
     def fields(self) -> dict[str, Any]:
         import dataclasses
 
-        if not dataclasses.is_dataclass(self):
-            return {}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return self._fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (self.kind, self.fields) == (other.kind, other.fields)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.kind))
+
+    def __repr__(self) -> str:
+        return f"CacheAction({self._kind!r}, {self._fields!r})"
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,13 @@ def build_server(
     ``env.now``, and a :class:`Scheduler` over them calling ``on_finish`` per finished or
     rejected request. ``kv_events``: the cache emits KV events in that format (off: None).
     Raises ``ImplError`` / ``ValueError`` when the implementation cannot run ``cfg``."""
+    hicache = cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS))
+    if kv_events is not None and hicache is not None:
+        # both would be drained from take_actions: the transfers and the events would mix
+        raise ValueError(
+            "KV events (--kv-events, a cluster) and HiCache cannot run together yet: "
+            "leave out one of them"
+        )
     allocator = make_allocator(cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False)
     pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
     cache = make_cache(
@@ -163,7 +170,7 @@ def build_server(
             cfg.policy,
             split_rule=cfg.split_rule,
             kv_events=kv_events,
-            hicache=cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS)),
+            hicache=hicache,
         ),
     )
     rec = OpRecorder(lambda: float(env.now))

@@ -28,6 +28,8 @@ BAD = [
     (["--routers", "cache-aware", "--router-option", "cache_threshold=0.5"], "--router-option"),
     (["--routers", "teleport"], "--routers"),
     (["--routers", "precise", "--event-loss", "1.5"], "--event-loss"),
+    # HiCache's transfers and KV events would be drained from the same take_actions
+    (["--instances", "2", "--enable-hierarchical-cache"], "HiCache"),
 ]
 
 
