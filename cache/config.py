@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import torch
 
 from radixbench.cache.evictor import EVICTORS
+from radixbench.cache.kv_events import KVEventConfig
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES, make_policy
 
@@ -37,6 +38,9 @@ class CacheConfig:
     #: ``UnifiedRadixCache`` (what its scheduler builds), or ``legacy``, as its ``RadixCache``;
     #: they differ in FIFO / FILO victims after a split (``RadixCache._split_node``).
     split_rule: str = "served"
+    #: KV events (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, drained by
+    #: ``take_actions``) and their format; ``None`` (default): off, and free.
+    kv_events: KVEventConfig | None = None
     #: HiCache (host and storage tiers, ``radixbench.cache.hicache.HiCacheConfig``) or None:
     #: off, the plain one-tier cache.
     hicache: Any = None

@@ -16,8 +16,9 @@ results returned, not side effects) and on ``BasePrefixCache`` (``mem_cache/base
 * ``walk()`` gives the tree's shape as node ids (for the ``dfs-weight`` waiting-queue order);
   ``held_slots()`` the KV slots the tree holds (for the KV-pool accounting);
 * ``take_actions()`` is the outlet for what a cache asks of the world around it — KV events
-  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``) and tier transfers (HiCache
-  backup, load-back, prefetch). No built-in implementation emits any yet: it returns ``[]``;
+  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, :mod:`radixbench.cache.
+  kv_events`, when the cache's ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and
+  tier transfers (HiCache backup, load-back, prefetch: none yet);
 * ``instrument(timer)`` lets the implementation put the timer around its own operations, once,
   where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly).
 
@@ -82,14 +83,46 @@ class EvictResult(NamedTuple):
     victims: list[int]
 
 
-@dataclass(frozen=True, slots=True)
 class CacheAction:
     """Something a cache asks of the world around it, drained by ``take_actions``: a KV event
-    or a tier transfer. ``kind`` names it (e.g. ``BlockStored``); ``fields`` carries its data
-    (page hashes, token counts, tiers...). Subclassed by the features that emit them."""
+    or a tier transfer. ``kind`` names it (e.g. ``BlockStored``, ``d2h``); ``fields`` carries
+    its data (page hashes, token counts, tiers...). Made directly as ``CacheAction(kind,
+    fields)`` (HiCache's transfers, :mod:`radixbench.cache.hicache.controller`) or subclassed as
+    a dataclass whose class name is its kind and whose dataclass fields are its fields (the KV
+    events ``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared`` of
+    :mod:`radixbench.cache.kv_events`)."""
 
-    kind: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("_fields", "_kind")
+
+    def __init__(self, kind: str, fields: dict[str, Any] | None = None) -> None:
+        self._kind = kind
+        self._fields = {} if fields is None else fields
+
+    @property
+    def kind(self) -> str:
+        try:
+            return self._kind
+        except AttributeError:  # a dataclass subclass: its own __init__ sets no _kind
+            return type(self).__name__
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        import dataclasses
+
+        if dataclasses.is_dataclass(self):
+            return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return self._fields
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return (self.kind, self.fields) == (other.kind, other.fields)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.kind))
+
+    def __repr__(self) -> str:
+        return f"CacheAction({self._kind!r}, {self._fields!r})"
 
 
 @dataclass(frozen=True)

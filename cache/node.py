@@ -40,6 +40,9 @@ class TreeNode:
         evictable: cached ``parent is not None and not children and lock_ref == 0`` — kept exact
             by ``RadixCache`` so that evictors and counters never rescan the tree.
         heap_version: version stamp used by the persistent-heap evictor to drop stale entries.
+        page_digests: SHA-256 digest of each page of ``key`` (``list[bytes]``), set by the
+            cache's KV-event recorder (``kv_recorder.KVEventRecorder``); ``None`` with events
+            off (0.5.23 ``hash_value`` / ``event_hash_value``).
     """
 
     __slots__ = (
@@ -53,6 +56,7 @@ class TreeNode:
         "last_access_time",
         "lock_ref",
         "next",
+        "page_digests",
         "parent",
         "prev",
         "priority",
@@ -85,6 +89,7 @@ class TreeNode:
         self.id = node_id
         self.evictable = False
         self.heap_version = 0
+        self.page_digests: list[bytes] | None = None
         # Intrusive list links, used by list-based evictors only.
         self.prev: TreeNode | None = None
         self.next: TreeNode | None = None

@@ -23,6 +23,7 @@ from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchRes
 from radixbench.cache.evictor import make_evictor
 from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats
 from radixbench.cache.key import RadixKey, child_key
+from radixbench.cache.kv_recorder import KVEventRecorder
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
 from radixbench.cache.policy import make_policy
@@ -66,12 +67,18 @@ class RadixCache:
         self.clock = clock or counter_clock()
         self.served_split = self.config.split_rule == "served"
         self._empty = torch.empty((0,), dtype=torch.int64, device=self.device)
+        #: the KV-event recorder (``config.kv_events``), ``None`` with events off
+        self.kv_events: KVEventRecorder | None = None
+        if self.config.kv_events is not None:
+            self.kv_events = KVEventRecorder(self.page_size, self.config.kv_events)
         self.reset()
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Drop the whole tree (KV slots are *not* freed; the caller clears the allocator).
-        Reads the clock twice (the new root), as SGLang ``reset``."""
+        Reads the clock twice (the new root), as SGLang ``reset``; with KV events on, queues
+        one ``AllBlocksCleared`` (also at construction, as sglang 0.5.23's
+        ``UnifiedRadixCache.reset``)."""
         self._next_id = 0
         self.root = self._new_node(RadixKey(()), self._empty, None, priority=-(2**62))
         self.root.lock_ref = 1
@@ -80,6 +87,8 @@ class RadixCache:
         self.num_nodes = 0  # excluding the root
         self.num_evictable_leaves = 0
         self.evictor.reset()
+        if self.kv_events is not None:
+            self.kv_events.record_all_cleared()
 
     def _new_node(
         self, key: RadixKey, value: torch.Tensor, parent: TreeNode | None, priority: int = 0
@@ -148,8 +157,11 @@ class RadixCache:
         return torch.cat(values)
 
     def take_actions(self) -> list[CacheAction]:
-        """No KV events or tier transfers are emitted yet: always ``[]``."""
-        return []
+        """The KV events queued since the last call, in order (``[]`` with events off); see
+        :mod:`radixbench.cache.kv_recorder`."""
+        if self.kv_events is None:
+            return []
+        return list(self.kv_events.take())
 
     def info(self) -> ImplInfo:
         """radixbench's version, the folder of ``radixbench.cache`` and its files' sha256."""
@@ -254,6 +266,8 @@ class RadixCache:
         child.parent = new
         new.children[child_key(child.key.token_ids, 0, page, extra)] = child
         self.num_nodes += 1
+        if self.kv_events is not None:
+            self.kv_events.on_split(new, child, split_len)
         if self.served_split:
             new.creation_time = child.creation_time
             child.last_access_time = self.clock()
@@ -336,6 +350,8 @@ class RadixCache:
                 self.evictable_size_ += n_tok - offset
                 self._refresh(node)
                 self._refresh(leaf)
+                if self.kv_events is not None:
+                    self.kv_events.record_store(leaf)
                 return offset
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)
@@ -419,6 +435,8 @@ class RadixCache:
         parent (which may become an evictable leaf). Mirrors SGLang ``_delete_leaf``."""
         parent = node.parent
         assert parent is not None and not node.children and node.lock_ref == 0
+        if self.kv_events is not None:
+            self.kv_events.record_remove(node)
         self.allocator.free(node.value)
         del parent.children[child_key(node.key.token_ids, 0, self.page_size, node.key.namespace)]
         n = len(node.key.token_ids)

@@ -89,6 +89,11 @@ class SGLangCache:
                 f"{loaded.label}: eviction policy {config.policy!r} is not supported by sglang "
                 f"{loaded.version}'s RadixCache (supported: {', '.join(SGLANG_POLICIES)})"
             )
+        if config.kv_events is not None:
+            raise SGLangLoadError(
+                f"{loaded.label}: KV events are not supported by the legacy RadixCache adapter "
+                "(its loader stubs disaggregation/kv_events.py); use the served cache, sglang"
+            )
         self.loaded = loaded
         self.config = config
         self.page_size = config.page_size

@@ -2,7 +2,8 @@
 
 ``ServedSGLangCache`` builds the class of a ``LoadedUnified`` (``sglang_unified.load_unified``)
 as ``create_unified_radix_cache`` does for a full-attention model (``mem_cache/registry.py:149``:
-``tree_components = (FULL,)``, no HiCache, no metrics, no KV events) with the load's tree core
+``tree_components = (FULL,)``, no HiCache, no metrics; KV events only when ``config.kv_events``
+asks, :mod:`radixbench.cache.sglang_events`) with the load's tree core
 (``CacheInitParams.tree_core_backend``), and drives it as sglang 0.5.23's scheduler does (each
 method says which call it makes): inserts that free no duplicates (the caller frees them, as
 ``PrefixCache.insert`` says), checkpoints and releases as ``checkpoint_kv_cache`` /
@@ -88,6 +89,14 @@ class ServedSGLangCache:
         )
         self._state = ServedState(m["cbase"], m["utc"].UnifiedTreeNode)
         self._alloc_shim = ServedAllocatorShim(token_to_kv_pool_allocator, self.page_size)
+        events: dict[str, Any] = {}
+        if config.kv_events is not None:
+            from radixbench.cache.sglang_events import enable_native_hash, event_params
+
+            if loaded.core == "python":
+                enable_native_hash(loaded)
+            events = event_params(loaded, config.kv_events)
+        self.kv_events = bool(events)
         params = m["cip"].CacheInitParams(
             disable=False,
             req_to_token_pool=ReqToTokenShim(req_to_token_pool) if req_to_token_pool else None,
@@ -97,6 +106,7 @@ class ServedSGLangCache:
             eviction_policy_config=dict(config.policy_config) or None,
             tree_components=(m["ct"].ComponentType.FULL,),
             tree_core_backend=loaded.core,
+            **events,
         )
         self._params = params  # a HiCache subclass passes them on to ``init_hicache``
         with loaded.activate(), self._state:  # the registry imports its core at run time
@@ -173,8 +183,16 @@ class ServedSGLangCache:
         return self.core.all_values_flatten().to(torch.int64)
 
     def take_actions(self) -> list[CacheAction]:
-        """KV events are off (``enable_kv_cache_events=False``): ``[]``."""
-        return []
+        """The real recorder's events since the last call (``UnifiedRadixCache.take_events``,
+        as sglang's publisher drains them), as radixbench's dataclasses
+        (``sglang_events.from_sglang``); ``[]`` with events off (``config.kv_events`` None:
+        ``enable_kv_cache_events=False``). The first drain holds the ``AllBlocksCleared`` of
+        construction."""
+        if not self.kv_events:
+            return []
+        from radixbench.cache.sglang_events import from_sglang
+
+        return [from_sglang(e) for e in self.sgl.take_events()]
 
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /

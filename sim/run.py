@@ -15,6 +15,7 @@ import simpy
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool
+from radixbench.cache.kv_events import KVEventConfig
 from radixbench.cache.paged_allocator import make_allocator
 from radixbench.cache.radix_cache import CacheConfig
 from radixbench.cache.registry import make_cache
@@ -22,6 +23,7 @@ from radixbench.sim.accounting import kv_account
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
+from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
 from radixbench.sim.records import RecordLog
 from radixbench.sim.request import Req
@@ -121,16 +123,73 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
     return df.sort_values("rid", kind="stable").reset_index(drop=True)
 
 
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One simulated server on a simpy environment: its KV ``allocator``, ``pool`` of
+    request rows, ``cache`` (instrumented by ``rec``) and ``sched`` (the scheduler process, not
+    started)."""
+
+    allocator: Any
+    pool: ReqToTokenPool
+    cache: Any
+    rec: OpRecorder
+    sched: Scheduler
+
+
+def build_server(
+    env: simpy.Environment,
+    cfg: SimConfig,
+    variant: Variant,
+    device: torch.device,
+    on_finish: Callable[[Req], None],
+    kv_events: KVEventConfig | None = None,
+) -> Server:
+    """A fresh pool, allocator and cache of ``variant``'s implementation and algorithms
+    (``radixbench.cache.registry.make_cache``: any registered implementation, driven alike
+    through ``PrefixCache``), instrumented by a new :class:`OpRecorder` stamped with
+    ``env.now``, and a :class:`Scheduler` over them calling ``on_finish`` per finished or
+    rejected request. ``kv_events``: the cache emits KV events in that format (off: None).
+    Raises ``ImplError`` / ``ValueError`` when the implementation cannot run ``cfg``."""
+    hicache = cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS))
+    if kv_events is not None and hicache is not None:
+        # both would be drained from take_actions: the transfers and the events would mix
+        raise ValueError(
+            "KV events (--kv-events, a cluster) and HiCache cannot run together yet: "
+            "leave out one of them"
+        )
+    allocator = make_allocator(cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False)
+    pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
+    cache = make_cache(
+        variant.impl,
+        pool,
+        allocator,
+        CacheConfig(
+            cfg.page_size,
+            variant.evictor,
+            variant.matcher,
+            cfg.policy,
+            split_rule=cfg.split_rule,
+            kv_events=kv_events,
+            hicache=hicache,
+        ),
+    )
+    rec = OpRecorder(lambda: float(env.now))
+    cache.instrument(rec)
+    builder = BatchBuilder(pool, variant.flatten)
+    sched = Scheduler(env, cfg, cache, allocator, pool, builder, rec, on_finish)
+    return Server(allocator, pool, cache, rec, sched)
+
+
 class VariantSim:
     """One variant's simulation, steppable so that several can run interleaved.
 
-    Builds a fresh pool, allocator and cache with ``variant``'s implementation and algorithms
-    (``radixbench.cache.registry.make_cache``: any registered implementation, driven alike
-    through ``PrefixCache``). A request's prompt token ids (``block_tokens``) are made when the
-    scheduler first reads them, at its first admission attempt (``Req.on_demand``), not on
-    arrival: the same tokens, but a long waiting queue holds none.
+    Builds one server (:func:`build_server`). A request's prompt token ids (``block_tokens``)
+    are made when the scheduler first reads them, at its first admission attempt
+    (``Req.on_demand``), not on arrival: the same tokens, but a long waiting queue holds none.
     Deterministic for a given trace and config: in the isolated clock mode nothing measured
-    feeds back into the schedule.
+    feeds back into the schedule. ``kv_event_log``: with it, the cache emits KV events,
+    drained after every scheduler step (as sglang 0.5.23's publisher) and written there as
+    instance 0 (``sim.kv_event_log.KVEventLog``).
     """
 
     def __init__(
@@ -140,28 +199,10 @@ class VariantSim:
         variant: Variant,
         device: torch.device,
         on_request_done: Callable[[], None] | None = None,
+        kv_event_log: KVEventLog | None = None,
     ) -> None:
         self.variant = variant
         self.env = env = simpy.Environment()
-        allocator = make_allocator(
-            cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False
-        )
-        pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
-        self.cache = make_cache(
-            variant.impl,
-            pool,
-            allocator,
-            CacheConfig(
-                cfg.page_size,
-                variant.evictor,
-                variant.matcher,
-                cfg.policy,
-                split_rule=cfg.split_rule,
-                hicache=cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS)),
-            ),
-        )
-        self.rec = OpRecorder(lambda: float(env.now))
-        self.cache.instrument(self.rec)
         self.done: list[Req] = []
 
         def finished(req: Req) -> None:
@@ -169,19 +210,15 @@ class VariantSim:
             if on_request_done is not None:
                 on_request_done()
 
+        events = None if kv_event_log is None else kv_event_log.config
+        server = build_server(env, cfg, variant, device, finished, events)
+        self.cache, self.rec, self.sched = server.cache, server.rec, server.sched
+        sched = self.sched
+        if kv_event_log is not None:
+            sched.after_step = kv_event_log.drainer(variant.name, 0, self.cache, env)
         self.cfg = cfg
         self.events = 0
         self.wall_ns = 0
-        self.sched = sched = Scheduler(
-            env,
-            cfg,
-            self.cache,
-            allocator,
-            pool,
-            BatchBuilder(pool, variant.flatten),
-            self.rec,
-            finished,
-        )
 
         def arrivals() -> simpy.events.ProcessGenerator:
             for tr in trace:

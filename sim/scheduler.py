@@ -65,6 +65,10 @@ class Scheduler:
 
     ``before_step``: optional callable run with the scheduler at the top of every loop
     iteration, when every live request's KV is consistent (tests check invariants there).
+    ``after_step``: optional callable run at the top of every loop iteration too (after the
+    previous step's results were processed, before the next batch is formed): where sglang
+    0.5.23 publishes the cache's KV events (``publish_kv_events`` at the end of
+    ``report_prefill_stats`` / ``report_decode_stats`` and when idle).
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class Scheduler:
                 duplex=cfg.hicache.duplex if cfg.hicache else False,
             )  # fmt: skip
         self.before_step: Callable[[Scheduler], None] | None = None
+        self.after_step: Callable[[], None] | None = None
         self.paged = self.slots.page_size > 1
         self._decode_time = cfg.cost.decode_time_fn()
         self._ratio_decay = cfg.new_token_ratio_decay  # per decode step
@@ -351,6 +356,8 @@ class Scheduler:
     def loop(self) -> Generator[simpy.Event, Any, None]:
         """The simpy process: runs until arrivals are closed and every request is done."""
         while True:
+            if self.after_step is not None:
+                self.after_step()
             if self.before_step is not None:
                 self.arr.sync()
                 self.before_step(self)

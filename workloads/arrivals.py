@@ -4,7 +4,10 @@
 trace's own timestamps; ``"poisson"`` (exponential gaps of mean ``1 / rate``), ``"gamma"``
 (gamma gaps of mean ``1 / rate`` and coefficient of variation ``cv``: shape ``1 / cv**2``;
 ``cv > 1`` is burstier than Poisson) and ``"constant"`` (gaps ``1 / rate``) draw new ones from
-the scenario's seeded numpy Generator. Then times are shifted so the first selected request
+the scenario's seeded numpy Generator; ``"stages"`` is a Poisson process whose rate steps through
+``stages`` (``(rate, duration_s)`` pairs, e.g. a QPS ramp): in each stage a Poisson number of
+arrivals (mean ``rate x duration``) uniform over the stage, so the requests given are cut to
+the arrivals drawn. Then times are shifted so the first selected request
 arrives at 0 s and multiplied by ``time_scale / rate_scale``. Selection (``max_requests``,
 ``window_s``, ``start_s``) uses the times *before* scaling; for traces the loaders apply it while
 streaming the file.
@@ -23,7 +26,7 @@ from radixbench.workloads.trace import TraceRequest
 
 __all__ = ["PROCESSES", "Arrivals", "apply_arrivals", "select"]
 
-PROCESSES = ("trace", "poisson", "gamma", "constant")
+PROCESSES = ("trace", "poisson", "gamma", "constant", "stages")
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,19 @@ class Arrivals:
     max_requests: int | None = None
     window_s: float | None = None
     start_s: float = 0.0
+    stages: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.process not in PROCESSES:
             raise ValueError(f"unknown process {self.process!r}; known: {', '.join(PROCESSES)}")
-        if self.process == "trace":
+        if (self.process == "stages") != bool(self.stages):
+            raise ValueError("stages are given with process 'stages', and only then")
+        for stage in self.stages:
+            if len(stage) != 2 or not all(math.isfinite(x) and x > 0 for x in stage):
+                raise ValueError(f"stages: each is [rate > 0, duration_s > 0], got {list(stage)}")
+        if self.process == "trace" or self.process == "stages":
             if self.rate is not None:
-                raise ValueError("rate is set but process is 'trace' (use rate_scale)")
+                raise ValueError(f"rate is set but process is {self.process!r} (use rate_scale)")
         elif self.rate is None:
             raise ValueError(f"process {self.process!r} needs a rate (requests/s)")
         for name in ("rate", "cv", "time_scale", "rate_scale", "window_s"):
@@ -70,6 +79,16 @@ def _gaps(a: Arrivals, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.full(n, mean)
 
 
+def _stage_times(stages: tuple[tuple[float, ...], ...], rng: np.random.Generator) -> np.ndarray:
+    """Arrival times (s) of a Poisson process whose rate steps through ``stages``."""
+    out, start = [], 0.0
+    for rate, duration in stages:
+        n = int(rng.poisson(rate * duration))
+        out.append(np.sort(rng.uniform(start, start + duration, n)))
+        start += duration
+    return np.concatenate(out) if out else np.empty(0)
+
+
 def select(requests: Sequence[TraceRequest], a: Arrivals) -> list[TraceRequest]:
     """Requests with ``start_s <= arrival_s < start_s + window_s``, at most ``max_requests``."""
     end = math.inf if a.window_s is None else a.start_s + a.window_s
@@ -90,6 +109,12 @@ def apply_arrivals(
     if a.process == "trace":
         times = np.array([r.arrival_s for r in requests], dtype=np.float64)
         times -= times[0]
+    elif a.process == "stages":
+        times = _stage_times(a.stages, rng)
+        requests = requests[: times.size]
+        times = times[: len(requests)]
+        if times.size:
+            times -= times[0]
     else:
         gaps = _gaps(a, len(requests), rng)
         gaps[0] = 0.0

@@ -271,6 +271,9 @@ GENERATORS: dict[str, tuple[type, Callable[[Any, np.random.Generator], list[Trac
     "tree-of-thought": (TreeOfThought, _tree),
     "long-context": (LongContext, _long),
 }
+from radixbench.workloads.multi_tenant import MultiTenant, multi_tenant  # noqa: E402
+
+GENERATORS["multi-tenant"] = (MultiTenant, multi_tenant)
 """Generator name -> (parameter dataclass, function(params, rng) -> requests)."""
 
 

@@ -187,10 +187,12 @@ def load_workload(
         reqs = select(
             apply_arrivals(reqs, replace(arrivals, time_scale=1.0, rate_scale=1.0), rng), arrivals
         )
-        arrivals = replace(arrivals, process="trace", rate=None)
+        arrivals = replace(arrivals, process="trace", rate=None, stages=())
     elif arrivals.process != "trace" and reqs:
         reqs = apply_arrivals(reqs, arrivals, rng)
-        arrivals = replace(arrivals, process="trace", rate=None, time_scale=1.0, rate_scale=1.0)
+        arrivals = replace(
+            arrivals, process="trace", rate=None, stages=(), time_scale=1.0, rate_scale=1.0
+        )
     if not reqs:
         if kind in TRACE_KINDS:
             where = str(path) if path is not None else "the bundled trace"

@@ -26,7 +26,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radixbench.harness.cli.util import DefaultsFormatter, Parser, positive_int
+from radixbench.harness.cli.util import (
+    DefaultsFormatter,
+    Parser,
+    UsageError,
+    csv_list,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from radixbench.bench.calibration import Calibration
@@ -41,7 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     targets = b.add_subparsers(
-        dest="target", metavar="{cache,alloc,sim,served}", required=True, parser_class=Parser
+        dest="target",
+        metavar="{cache,alloc,sim,served,cluster}",
+        required=True,
+        parser_class=Parser,
     )
     fmt = DefaultsFormatter
     cache = targets.add_parser(
@@ -97,6 +106,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="",
         help="comma list of figures to leave out: trace, startup, help, report",
     )
+    c = targets.add_parser(
+        "cluster",
+        formatter_class=fmt,
+        help="the whole trace on one server, then on N behind a router: CPU, RSS, decisions",
+    )
+    c.set_defaults(func=run)
+    c.add_argument("--requests", type=positive_int, help="first N trace requests (default: all)")
+    c.add_argument(
+        "--instances",
+        type=csv_list,
+        default=["1", "2", "4", "8"],
+        metavar="N[,N...]",
+        help="instance counts, each a run of the whole trace",
+    )
+    c.add_argument("--router", default="cache-aware", help="the routing policy")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     on an unknown ``--skip`` figure)."""
     if args.target == "sim":
         return _run_sim(args)
+    if args.target == "cluster":
+        return _run_cluster(args)
     if args.target == "alloc":
         return _run_alloc(args)
     if args.target == "served":
@@ -242,4 +268,22 @@ def _run_sim(args: argparse.Namespace) -> int:
         cmd = "make bench-sim" if not quick else "radixbench bench sim --quick"
         write_section(args.markdown, markdown(b, cmd))
         print(f"wrote the Simulator speed section of {args.markdown}")
+    return 0
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    """``bench cluster``: the whole trace on one server, then on N servers behind a router."""
+    from radixbench.bench.cluster import run_cluster_bench
+    from radixbench.cluster.routers import ROUTERS
+
+    if args.router not in ROUTERS:
+        raise UsageError(f"--router: unknown router {args.router!r}; known: {', '.join(ROUTERS)}")
+    try:
+        counts = [int(x) for x in args.instances]
+    except ValueError:
+        raise UsageError(f"--instances: expected counts, got {','.join(args.instances)}") from None
+    if not counts or min(counts) < 1:
+        raise UsageError(f"--instances: counts must be >= 1, got {','.join(args.instances)}")
+    result = run_cluster_bench(args.requests, counts, args.router)
+    print(result.table())
     return 0

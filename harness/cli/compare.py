@@ -16,7 +16,7 @@ import pandas as pd
 
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
 from radixbench.harness.cli.util import DefaultsFormatter, UsageError
-from radixbench.harness.experiments.compare import CompareSpec, run_compare
+from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec, run_compare
 from radixbench.reports.axes import AXES
 from radixbench.reports.record import RunMeta
 from radixbench.sim.config import Variant
@@ -46,6 +46,13 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         help="where the KV pool and batch tensors live (auto: cuda when present)",
     )
     c.add_argument("--out", type=Path, default=Path("runs"), help="parent of run folders")
+    c.add_argument(
+        "--kv-events",
+        type=Path,
+        metavar="FILE",
+        help="write every variant's KV events (BlockStored / BlockRemoved / AllBlocksCleared) "
+        "to FILE, one JSON line per published batch with variant, instance and simulated time",
+    )
     c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     c.add_argument(
         "--summary-only",
@@ -82,11 +89,12 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         aa=not getattr(args, "no_aa", False),
         expect_divergence=getattr(args, "expect_divergence", False),
         command_line=tuple(getattr(args, "command_line", ())),
+        kv_events=getattr(args, "kv_events", None),
     )
 
 
 #: Axes ``--baseline`` can name.
-_BASELINE_AXES = ("impl", "evictor", "matcher", "flatten")
+_BASELINE_AXES = ("impl", "evictor", "matcher", "flatten", "router")
 
 
 def parse_baseline(text: str | None, variants: Sequence[Variant]) -> dict[str, str] | None:
@@ -130,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     expected: ``--expect-divergence``), 1 if variants diverged."""
     spec = spec_from_args(args)
     outcome = run_compare(spec, progress=False if args.no_progress else None)
+    if spec.scenario.cluster is not None:
+        return _print_cluster(outcome)
     if getattr(args, "summary_only", False):
         print("\n".join(outcome.report["summary"]))
         return _status(spec, outcome.equivalence)
@@ -155,6 +165,33 @@ def _status(spec: CompareSpec, equivalence: dict) -> int:
     if spec.sim.clock == "coupled" or spec.expect_divergence:
         return 0
     return 0 if equivalence["ok"] else 1
+
+
+def _print_cluster(outcome: CompareOutcome) -> int:
+    """A cluster run's router table and answer; exit 0 (routers legitimately differ in prefix
+    hits: no equivalence is required)."""
+    report = outcome.report
+    cols = [
+        "router", "ttft_p50_s", "ttft_p90_s", "tpot_mean_s", "output_throughput",
+        "prefix_hit_rate", "load_imbalance", "route_p50_us", "route_p99_us",
+        "overloaded_instances",
+    ]  # fmt: skip
+    routers = report["routers"]
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(routers[[c for c in cols if c in routers]].round(4).to_string(index=False))
+    print(f"\nscenario: {outcome.meta.scenario}")
+    ceil = outcome.meta.hit_rate_ceiling or {}
+    best = float(routers["prefix_hit_rate"].max()) if len(routers) else float("nan")
+    print(
+        f"prefix hit rate: best router {best:.3f} | infinite-cache ceiling "
+        f"{ceil.get('all', float('nan')):.3f} (last half {ceil.get('last_half', float('nan')):.3f})"
+    )
+    if outcome.meta.extra.get("kv_events_file"):
+        print(f"KV events: {outcome.meta.extra['kv_events_file']}")
+    wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
+    print(f"\nwall time {wall:.1f} s; report: {outcome.run_dir / 'report.md'}")
+    _print_answer(report)
+    return 0
 
 
 def _print_answer(report: dict) -> None:

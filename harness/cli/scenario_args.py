@@ -22,6 +22,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radixbench.harness.cli.cluster_args import (
+    add_cluster_arguments,
+    cluster_origins,
+    cluster_overrides,
+)
 from radixbench.harness.cli.help_defaults import note_scenario_defaults
 from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
 
@@ -64,6 +69,10 @@ OVERRIDES = {
     "gpu_mem_gb": "sim.gpu_mem_gb",
     "cost_model": "cost.model",
     "seed": "seed",
+    "instances": "cluster.instances",
+    "routers": "cluster.routers",
+    "event_delay": "cluster.event_delay_s",
+    "event_loss": "cluster.event_loss",
     "enable_hierarchical_cache": "sim.hicache.enabled",
     "hicache_ratio": "sim.hicache.ratio",
     "hicache_size": "sim.hicache.size_gb",
@@ -203,6 +212,7 @@ def add_scenario_arguments(
     add_set_argument(c)
     if simulation:
         _add_simulation_arguments(c)
+        add_cluster_arguments(c)
     note_scenario_defaults(c, OVERRIDES)
 
 
@@ -359,6 +369,7 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, dest, None)
         if value is not None:
             out[key] = value
+    out.update(cluster_overrides(args))
     if chunk == -1:
         out["sim.chunked_prefill_size"] = None  # no chunking
     extra = getattr(args, "hicache_storage_backend_extra_config", None)
@@ -387,6 +398,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
         if getattr(args, d, None) is not None
     }
     origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
+    origins.update(cluster_origins(args, origins))
     extra = getattr(args, "hicache_storage_backend_extra_config", None)
     if extra is not None:
         flag = "--hicache-storage-backend-extra-config"

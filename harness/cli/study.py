@@ -1,12 +1,14 @@
-"""``radixbench study eviction|matching|hicache|FILE``: where an algorithm change matters.
+"""``radixbench study eviction|matching|hicache|routing|FILE``: where a change matters.
 
-A study file of family ``hicache`` (``study hicache``: host pool ratio, write policy, storage
-bandwidth, prefetch policy against the device-only cache; where an L3 hit becomes slower than
-recompute) runs :mod:`radixbench.harness.experiments.study_hicache` instead. Runs the study's
-points (the quantity the algorithm's cost scales with: evictable leaves, or
+Runs the study's points (the quantity the algorithm's cost scales with: evictable leaves, or
 matched length) on Dask under the coupled clock, and writes a run folder with the plot, the
 points table and ``study.md`` (verdict, crossover). Study files:
 :mod:`radixbench.harness.config.study`; the run: :mod:`radixbench.harness.experiments.study`.
+A study file of family ``hicache`` (``study hicache``: host pool ratio, write policy, storage
+bandwidth, prefetch policy against the device-only cache; where an L3 hit becomes slower than
+recompute) runs :mod:`radixbench.harness.experiments.study_hicache` instead; one of family
+``routing`` (``study routing``: the instance count and the load per instance, routers against
+round-robin) :mod:`radixbench.harness.experiments.study_routing` (``config.study_routing``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
     p.add_argument(
         "study",
-        help="bundled study (eviction, matching, hicache) or a study TOML file",
+        help="bundled study (eviction, matching, hicache, routing) or a study TOML file",
     )
     p.add_argument(
         "--quick",
@@ -66,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--set variants.impls: compare implementations with --impl")
     if is_hicache_study(args.study):
         return _run_hicache(args, extra)
+    from radixbench.harness.config.study_routing import is_routing_study
+
+    if is_routing_study(args.study):
+        if args.impl:
+            raise UsageError("--impl: the routing study runs radixbench's cache")
+        return _run_routing(args, extra)
     spec = load_study(args.study, quick=args.quick)
     if args.impl:
         from radixbench.harness.config.impl import ImplError
@@ -111,3 +119,31 @@ def _print(outcome: Any) -> None:
     print(f"\nstudy: {outcome.summary['study_md']}")
     print(f"plot: {outcome.summary['plot']}")
     print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")
+
+
+def _run_routing(args: argparse.Namespace, extra: dict) -> int:
+    """A routing study (``family = "routing"``): points of instances x load."""
+    from radixbench.harness.config.study_routing import load_routing_study
+    from radixbench.harness.experiments.study_routing import run_routing_study
+
+    spec = load_routing_study(args.study, quick=args.quick)
+    if extra:
+        spec.check_overrides(extra)
+    outcome = run_routing_study(
+        spec,
+        args.out,
+        args.scheduler,
+        args.workers,
+        progress=False if args.no_progress else None,
+        extra=extra or None,
+    )
+    cols = ["load", "instances", "router", "ttft_p90_s", "output_throughput", "prefix_hit_rate",
+            "ttft_p90_ratio", "throughput_ratio", "overloaded_instances"]  # fmt: skip
+    print(outcome.points[cols].round(3).to_string(index=False))
+    print()
+    for line in outcome.summary["lines"]:
+        print(line)
+    print(f"\nstudy: {outcome.summary['study_md']}")
+    print(f"plot: {outcome.summary['plot']}")
+    print(f"points: {outcome.run_dir / 'points.csv'}  ({outcome.wall_s:.0f} s)")
+    return 0

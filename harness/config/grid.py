@@ -14,7 +14,12 @@ the variants and the seeds::
     evictors = ["heapify", "persistent-heap"]
     matchers = ["galloping"]
     impls = ["radixbench", "sglang"]       # optional; an SGLang impl: flatten only
+    routers = ["round-robin", "precise"]   # optional, a cluster: every variant once per router
+                                           # (default: the scenario's [cluster] routers)
     seeds = [0]                            # also accepted at the top level
+
+A grid over a cluster varies ``cluster.instances`` (and the load, e.g. ``arrivals.rate_scale``)
+in ``[grid]``: routers x instances x load, each cell one point with its routers interleaved.
 
 A cell is one grid point (one combination of the ``[grid]`` values) and one seed, running every
 variant interleaved in one process, so the variants of a point are timed alike and compared
@@ -47,7 +52,7 @@ from radixbench.harness.config.scenario import (
 from radixbench.sim.config import Variant
 
 _TOP_KEYS = {"description", "scenario", "base", "grid", "variants", "seeds"}
-_VARIANT_KEYS = {"evictors", "matchers", "flatten", "impls", "seeds"}
+_VARIANT_KEYS = {"evictors", "matchers", "flatten", "impls", "routers", "seeds"}
 
 
 class GridError(ValueError):
@@ -60,7 +65,8 @@ class Cell:
     overrides (dotted scenario keys) — with every variant of the grid, timed interleaved in one
     process (one ``compare`` with its A/A replica), and one seed. ``key``: first 16 hex digits
     of the sha256 of its canonical JSON, which includes ``scenario_sha`` (sha256 of the
-    scenario file's text) and the variants' axis records."""
+    scenario file's text) and the variants' axis records. ``routers``: a cluster cell runs
+    every variant once per router (none: the scenario's own, or one server)."""
 
     scenario: str
     scenario_sha: str
@@ -68,10 +74,12 @@ class Cell:
     params: dict[str, Any]
     variants: tuple[Variant, ...]
     seed: int
+    routers: tuple[str, ...] = ()
 
     def canonical(self) -> dict[str, Any]:
-        """The cell as JSON-able data (the variants as their spec, label and axes)."""
-        return {
+        """The cell as JSON-able data (the variants as their spec, label and axes; the routers
+        when the grid names them)."""
+        out = {
             "scenario": self.scenario,
             "scenario_sha": self.scenario_sha,
             "base": self.base,
@@ -79,6 +87,9 @@ class Cell:
             "variants": [{"spec": v.impl, "name": v.name, **v.axes()} for v in self.variants],
             "seed": self.seed,
         }
+        if self.routers:
+            out["routers"] = list(self.routers)
+        return out
 
     @property
     def key(self) -> str:
@@ -86,14 +97,23 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def overrides(self) -> dict[str, Any]:
-        """Scenario overrides of this cell: base, then params, then the seed."""
-        return {**self.base, **self.params, "seed": self.seed}
+        """Scenario overrides of this cell: base, then params, then the routers and seed."""
+        out = {**self.base, **self.params, "seed": self.seed}
+        if self.routers:
+            out["cluster.routers"] = list(self.routers)
+        return out
 
     def load(self) -> Scenario:
         """The cell's scenario, validated (``ScenarioError`` on a bad key or value), running
-        exactly the cell's variants (their impl labels as the grid assigned them)."""
+        exactly the cell's variants (their impl labels as the grid assigned them; in a cluster
+        each once per router, with the axes ``router`` and ``instances``)."""
         scenario = load_scenario(self.scenario, self.overrides())
-        return dataclasses.replace(scenario, variants=self.variants)
+        variants = self.variants
+        if scenario.cluster is not None:
+            from radixbench.cluster.spec import router_variants
+
+            variants = router_variants(variants, scenario.cluster)
+        return dataclasses.replace(scenario, variants=variants)
 
 
 @dataclass(frozen=True)
@@ -197,11 +217,12 @@ def load_grid(path: Path) -> Grid:
         variants = impl_variants(impls, evictors, matchers, flattens)
     except ValueError as e:
         raise GridError(f"{where}: variants: {e}") from None
+    routers = tuple(_names(vtab, "routers", [], where)) if "routers" in vtab else ()
     cells = []
     for combo in itertools.product(*axes.values()):
         params = dict(zip(axes, combo, strict=True))
         for seed in seeds:
-            cell = Cell(ref, scenario_sha, base, params, tuple(variants), seed)
+            cell = Cell(ref, scenario_sha, base, params, tuple(variants), seed, routers)
             try:
                 cell.load()
             except ValueError as e:

@@ -5,9 +5,12 @@ Layout (documented in README.md): top-level ``description`` (one line, required)
 :data:`radixbench.workloads.sources.SOURCES`), ``[arrivals]``
 (:class:`radixbench.workloads.arrivals.Arrivals`), ``[cache]`` / ``[scheduler]`` (fields of
 :class:`radixbench.sim.config.SimConfig`, any field in either table, never both), ``[cost]``
-(fields of SimConfig's cost-model dataclass) and ``[variants]`` (``evictors``, ``matchers``,
+(fields of SimConfig's cost-model dataclass), ``[variants]`` (``evictors``, ``matchers``,
 ``flatten`` and ``impls`` lists; the run is the product evictors x matchers x flatten for the
-``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.config.impl`).
+``radixbench`` impl and flatten for each SGLang impl, see :mod:`radixbench.harness.config.impl`)
+and ``[cluster]`` (fields of :class:`radixbench.cluster.spec.ClusterSpec`, with
+``[cluster.router_options.<router>]`` tables: N instances behind each listed router, every
+variant once per router with the axes ``router`` and ``instances``; no table: one server).
 
 Tables map onto the dataclasses by field introspection: key = field name, the value's type is
 checked against the field's annotation, unknown keys are refused, and the dataclass's own
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radixbench.harness.config.cluster_table import parse_cluster
 from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
@@ -46,7 +50,7 @@ __all__ = [
 DEFAULT_SCENARIO = "shared-prefix-serving"
 """The bundled scenario ``radixbench compare`` runs when given none."""
 
-_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants")
+_TOP = ("description", "seed", "workload", "arrivals", *SIM_TABLES, "cost", "variants", "cluster")
 _DEFAULT_VARIANTS = {
     "evictors": ["heapify", "persistent-heap"],
     "matchers": ["linear", "galloping"],
@@ -73,6 +77,7 @@ class Scenario:
     variants: tuple[Variant, ...]
     on_bad_line: str = "error"
     base_dir: pathlib.Path | None = None
+    cluster: Any = None  # radixbench.cluster.spec.ClusterSpec | None
     #: the label of the reference implementation's variant among ``variants`` (``[variants]
     #: reference``: what SGLang serves with, beside radixbench's algorithms), "" without one
     reference: str = ""
@@ -126,7 +131,9 @@ def _variants(
         if not names:
             raise ScenarioError(file, f"variants.{key}", "must not be empty")
         twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
-        if twice is not None:
+        # an implementation may be listed twice: the same code timed against itself (A/A),
+        # told apart by its label (resolve_impls)
+        if twice is not None and key != "impls":
             raise ScenarioError(file, f"variants.{key}", f"{twice!r} is listed twice")
         lists[key] = names
     try:
@@ -248,7 +255,15 @@ def parse_scenario(
     if "cost" in doc:
         sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
     variants, ref, note = _variants(_table(doc, "variants", file), file, sim)
-    if ref is not None:
+    cluster = None
+    if "cluster" in doc:
+        from radixbench.cluster.spec import router_variants
+
+        cluster = parse_cluster(_table(doc, "cluster", file), file)
+        variants = router_variants(variants, cluster)
+        if ref is not None:  # a cluster compares routers; the reference's ops are a server's
+            note, ref = f"the reference {ref.impl_label} runs on one server, not in a cluster", None
+    elif ref is not None:
         variants = (*variants, ref)
     return Scenario(
         name,
@@ -262,6 +277,7 @@ def parse_scenario(
         variants,
         on_bad,
         base_dir,
+        cluster,
         ref.impl_label if ref is not None else "",
         note,
     )

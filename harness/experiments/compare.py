@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,9 @@ from radixbench.harness.experiments.workload import (
 from radixbench.reports import write_report
 from radixbench.reports.axes import AXES, REPLICA, VariantSet
 from radixbench.reports.record import RunMeta, write_meta
+from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.trace import check_bad_line_policy
 
@@ -47,7 +49,11 @@ class CompareSpec:
     verdict must clear (a run of one variant has no verdicts and gets none);
     ``expect_divergence``: differing prefix hits are a behaviour change the user expects (a
     policy patch), reported as such, not a failure; ``command_line``: the words that reproduce
-    the run (recorded). Raises ``ValueError`` on an invalid policy or variant list."""
+    the run (recorded). ``kv_events``: write every variant's KV events to this file
+    (``sim.kv_event_log``; the caches emit them, as a cluster's do). A scenario with a
+    ``cluster`` runs each variant as N instances behind its router
+    (``radixbench.cluster.run.ClusterSim``; no A/A replica: routers are compared on requests).
+    Raises ``ValueError`` on an invalid policy or variant list."""
 
     scenario: Scenario
     device: str = "auto"
@@ -57,6 +63,7 @@ class CompareSpec:
     aa: bool = True
     expect_divergence: bool = False
     command_line: tuple[str, ...] = ()
+    kv_events: Path | None = None
 
     def __post_init__(self) -> None:
         if self.on_bad_line is not None:
@@ -117,6 +124,34 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _sim(
+    trace: Any,
+    spec: CompareSpec,
+    variant: Variant,
+    device: torch.device,
+    done: Callable[[], Any],
+    log: KVEventLog | None,
+) -> Any:
+    """The steppable simulation of one variant: N instances behind its router when the
+    scenario has a cluster, else one server."""
+    cluster = spec.scenario.cluster
+    if cluster is None:
+        return VariantSim(trace, spec.sim, variant, device, done, kv_event_log=log)
+    from radixbench.cluster.run import ClusterSim
+
+    return ClusterSim(trace, spec.sim, variant, device, cluster, done, kv_event_log=log)
+
+
+def _extra(extra_meta: dict[str, Any] | None, cluster: Any, log: KVEventLog | None) -> dict:
+    """The run record's ``extra``: the caller's, the cluster spec, the KV-event file."""
+    out = dict(extra_meta or {})
+    if cluster is not None:
+        out["cluster"] = _jsonable(cluster) | {"router_options": dict(cluster.router_options)}
+    if log is not None:
+        out["kv_events_file"] = str(log.path)
+    return out
+
+
 def run_compare(
     spec: CompareSpec,
     progress: bool | None = None,
@@ -141,16 +176,23 @@ def run_compare(
     trace = workload.requests
     check_fits(trace, spec.sim)
     # the A/A replica floors the verdicts: only where there is something to compare
-    aa = spec.aa and len(spec.variants) > 1
+    cluster = spec.scenario.cluster
+    aa = spec.aa and len(spec.variants) > 1 and cluster is None
     variants = spec.variants + ((aa_replica(spec.variants, spec.baseline),) if aa else ())
-    with tqdm(
-        total=len(trace) * len(variants),
-        unit="req",
-        disable=None if progress is None else not progress,
-        desc="compare",
-    ) as bar:
-        sims = [VariantSim(trace, spec.sim, v, device, lambda: bar.update(1)) for v in variants]
-        results = run_interleaved(sims)
+    log = KVEventLog(spec.kv_events) if spec.kv_events is not None else None
+    try:
+        with tqdm(
+            total=len(trace) * len(variants),
+            unit="req",
+            disable=None if progress is None else not progress,
+            desc="compare",
+        ) as bar:
+            sims = [_sim(trace, spec, v, device, lambda: bar.update(1), log) for v in variants]
+            results = run_interleaved(sims)
+    except BaseException:
+        if log is not None:
+            log.abort()
+        raise
     requests = pd.concat([r.requests for r in results], ignore_index=True)
     ops = pd.concat([r.ops for r in results], ignore_index=True)
     timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
@@ -162,7 +204,7 @@ def run_compare(
     }
     equivalence = check_equivalence(requests)
     ceiling = served_ceiling(trace, requests)
-    belady = served_belady(trace, requests, spec.sim)
+    belady = served_belady(trace, requests, spec.sim) if cluster is None else None
     sim = spec.sim
     meta = RunMeta(
         command="compare",
@@ -194,24 +236,43 @@ def run_compare(
         environment=environment(),
         spec=_jsonable(spec),
         command_line=list(spec.command_line),
-        extra=dict(extra_meta or {}),
+        extra=_extra(extra_meta, cluster, log),
     )
     with AtomicRunDir(spec.out, run_name) as run:
         meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         write_meta(run.tmp, meta)
-        report = write_report(
-            run.tmp,
-            requests,
-            ops,
-            meta,
-            equivalence,
-            timeseries=timeseries,
-            metrics=metrics,
-            tables=tables,
-            render=full_report,
-            baseline=spec.baseline,
-            progress=progress,
-        )
+        if cluster is None:
+            report = write_report(
+                run.tmp,
+                requests,
+                ops,
+                meta,
+                equivalence,
+                timeseries=timeseries,
+                metrics=metrics,
+                tables=tables,
+                render=full_report,
+                baseline=spec.baseline,
+                progress=progress,
+            )
+        else:
+            load = pd.concat([s.load_frame() for s in sims], ignore_index=True)
+            report = dict(
+                write_routing_report(
+                    run.tmp,
+                    requests,
+                    ops,
+                    timeseries,
+                    metrics,
+                    load,
+                    meta,
+                    equivalence,
+                    spec.baseline,
+                    render=full_report,
+                )
+            )
+    if log is not None:
+        log.close()
     assert run.final is not None
     return CompareOutcome(
         run.final, report, equivalence, time.perf_counter() - started, meta, metrics

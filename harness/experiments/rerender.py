@@ -38,6 +38,8 @@ def rerender(
         raise RunFolderError(str(e)) from None
     requests, ops = tables["requests"], tables["ops"]
     assert requests is not None and ops is not None  # read_run requires both
+    if isinstance(meta.extra, dict) and "cluster" in meta.extra:
+        return _rerender_cluster(run_dir, tables, meta, n_resamples, svg)
     try:
         return dict(
             write_report(
@@ -55,4 +57,34 @@ def rerender(
             )
         )
     except (KeyError, ValueError) as e:
+        raise RunFolderError(f"{run_dir}: {str(e).splitlines()[0]}") from None
+
+
+def _rerender_cluster(
+    run_dir: Path, tables: dict[str, Any], meta: Any, n_resamples: int, svg: bool
+) -> dict[str, Any]:
+    """A cluster run (its record has ``extra["cluster"]``): the routing report
+    (:func:`radixbench.reports.routing_report.write_routing_report`) from its saved tables,
+    the ``load`` table included."""
+    from radixbench.harness.experiments.equivalence import check_equivalence
+    from radixbench.reports.routing_report import write_routing_report
+    from radixbench.reports.tables import read_table
+
+    try:
+        load = read_table(run_dir, "load")
+        requests = tables["requests"]
+        return write_routing_report(
+            run_dir,
+            requests,
+            tables["ops"],
+            tables["timeseries"],
+            tables["metrics"],
+            load,
+            meta,
+            check_equivalence(requests),
+            meta.baseline,
+            svg=svg,
+            n_resamples=n_resamples,
+        )
+    except (KeyError, ValueError, OSError) as e:
         raise RunFolderError(f"{run_dir}: {str(e).splitlines()[0]}") from None

@@ -101,6 +101,7 @@ def test_generators_are_deterministic_and_seeded(name: str) -> None:
         "few-shot": {"requests": 30},
         "tree-of-thought": {"problems": 3, "depth": 2},
         "long-context": {"documents": 3, "min_document_tokens": 1000, "max_document_tokens": 50000},
+        "multi-tenant": {"tenants": 4, "context_tokens": 64, "query_tokens": 16, "requests": 30},
     }[name]
     a, b, c = gen(name, cls(**small), 1), gen(name, cls(**small), 1), gen(name, cls(**small), 2)
     assert a == b

@@ -34,7 +34,7 @@ def test_parse_baseline_accepts_axis_value_pairs_and_bare_values() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("nope", "--baseline: 'nope' is no impl, evictor, matcher, flatten value"),
+        ("nope", "--baseline: 'nope' is no impl, evictor, matcher, flatten, router value"),
         ("colour=red", "--baseline: unknown axis 'colour'"),
         ("evictor=lru-list", "--baseline: evictor 'lru-list' is not run"),
     ],

@@ -1,0 +1,105 @@
+"""``radixbench study routing``: the bundled study loads in both modes, bad files are one line,
+and a tiny routing study runs on an in-process Dask cluster to its folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from radixbench.harness.cli import main
+from radixbench.harness.config.study import StudyError
+from radixbench.harness.config.study_routing import is_routing_study, load_routing_study
+from radixbench.harness.experiments.study_routing import run_routing_study
+
+TINY = """description = "tiny routing study"
+family = "routing"
+scenario = "{scenario}"
+seed = 0
+tenants_per_instance = 3
+duration_s = 8.0
+[base]
+"workload.context_tokens" = 256
+"workload.query_tokens" = 64
+"workload.output_tokens" = 16
+[variants]
+baseline = "round-robin"
+candidates = ["cache-aware"]
+[points.quick]
+instances = [1, 2]
+load = [2.0, 2.0]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    scenario = Path(__file__).parents[3] / "harness/config/studies/routing-tenants.toml"
+    p = tmp_path / "study-tiny.toml"
+    p.write_text(text.replace("{scenario}", str(scenario)))
+    return p
+
+
+def test_bundled_routing_study_loads() -> None:
+    assert is_routing_study("routing") and not is_routing_study("eviction")
+    quick, full = load_routing_study("routing", quick=True), load_routing_study("routing")
+    assert quick.mode == "quick" and quick.baseline == "round-robin"
+    assert {"cache-aware", "precise"} <= set(quick.candidates)
+    assert max(n for n, _ in full.points) == 32 and min(n for n, _ in full.points) == 1
+    assert len({x for _, x in full.points}) >= 2  # several loads
+    o = full.overrides(len(full.points) - 1)
+    n, load = full.points[-1]
+    assert o["cluster.instances"] == n and o["arrivals.rate"] == load * n
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (("instances = [1, 2]", "instances = [1]"), "two non-empty lists of one length"),
+        (("instances = [1, 2]", "instances = [0, 2]"), "points.quick.instances"),
+        (('candidates = ["cache-aware"]', 'candidates = ["warp"]'), "points.quick[0]"),
+        (("duration_s = 8.0", "duration_s = -1"), "duration_s"),
+    ],
+)
+def test_bad_routing_study_is_one_line(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
+    path = _write(tmp_path, TINY.replace(*edit))
+    with pytest.raises(StudyError) as exc:
+        load_routing_study(path, quick=True)
+    msg = str(exc.value)
+    assert "\n" not in msg and needle in msg
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as c:
+        yield c
+
+
+@pytest.mark.e2e  # a Dask cluster
+def test_tiny_routing_study(tmp_path: Path, cluster) -> None:
+    spec = load_routing_study(_write(tmp_path, TINY), quick=True)
+    out = run_routing_study(
+        spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False
+    )
+    run = out.run_dir
+    for f in ("study.md", "points.parquet", "crossover.csv", "plots/study-routing.png"):
+        assert (run / f).is_file(), f
+    pts = pd.read_parquet(run / "points.parquet")
+    assert len(pts) == 4 and set(pts["router"]) == {"round-robin", "cache-aware"}
+    assert set(pts["instances"]) == {1, 2}
+    one = pts[pts["instances"] == 1].set_index("router")
+    # one instance: routing changes nothing
+    assert one.loc["cache-aware", "ttft_p90_s"] == one.loc["round-robin", "ttft_p90_s"]
+    cross = pd.read_parquet(run / "crossover.parquet")
+    assert set(cross["metric"]) == {"ttft_p90", "throughput"}
+    assert "## Verdict" in (run / "study.md").read_text()
+
+
+def test_cli_routing_study_errors(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path, TINY)
+    assert main(["study", str(path), "--quick", "--set", "workload.nope=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "workload.nope" in err

@@ -1,0 +1,91 @@
+"""Router tables and verdicts of a cluster run, on synthetic per-request tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from radixbench.reports.record import RunMeta
+from radixbench.reports.routing import instance_table, router_table, router_verdicts
+from radixbench.reports.routing_report import answer_lines
+
+
+def _requests(router: str, ttft_scale: float, hit: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 400
+    arrival = np.sort(rng.uniform(0, 100, n))
+    ttft = rng.exponential(0.5, n) * ttft_scale
+    return pd.DataFrame(
+        {
+            "variant": f"heapify/galloping/numpy/router={router}/instances=2",
+            "impl": "radixbench",
+            "evictor": "heapify",
+            "matcher": "galloping",
+            "flatten": "numpy",
+            "router": router,
+            "instances": "2",
+            "rid": np.arange(n),
+            "arrival_s": arrival,
+            "input_len": 1000,
+            "output_len": 100,
+            "prefix_hit_tokens": hit,
+            "first_token_s": arrival + ttft,
+            "finish_s": arrival + ttft + 2.0 * ttft_scale,
+            "status": "finished",
+            "ttft_s": ttft,
+            "e2e_s": ttft + 2.0 * ttft_scale,
+            "tpot_s": 0.02,
+            "instance": np.arange(n) % 2,
+        }
+    )
+
+
+def _timeseries(variant: str, queue: int) -> pd.DataFrame:
+    t = np.linspace(0, 100, 50)
+    rows = []
+    for inst in (0, 1):
+        rows.append(
+            pd.DataFrame(
+                {
+                    "variant": variant,
+                    "sim_time_s": t,
+                    "step": "decode",
+                    "step_s": 2.0,
+                    "queue_len": queue * (inst + 1),
+                    "running": 10,
+                    "kv_used_tokens": 500,
+                    "kv_capacity_tokens": 1000,
+                    "instance": inst,
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_router_verdicts_and_ranking() -> None:
+    req = pd.concat(
+        [_requests("round-robin", 1.0, 0, 1), _requests("precise", 0.25, 800, 2)],
+        ignore_index=True,
+    )
+    v = router_verdicts(req, n_resamples=200, seed=0)
+    ttft = v[v["metric"] == "ttft_p90_s"].iloc[0]
+    assert ttft["candidate_router"] == "precise" and ttft["baseline_router"] == "round-robin"
+    assert 3.0 < ttft["ratio"] < 5.5 and ttft["ci_low"] > 1 and ttft["verdict"] == "better"
+    tput = v[v["metric"] == "output_throughput"].iloc[0]
+    assert tput["ratio"] > 1.0 and tput["verdict"] in ("better", "no significant difference")
+    ts = pd.concat(
+        [_timeseries(n, q) for n, q in zip(req["variant"].unique(), (40, 0))], ignore_index=True
+    )
+    inst = instance_table(req, ts, RunMeta(max_running=16, max_prefill_tokens=1000))
+    assert len(inst) == 4
+    metrics = pd.DataFrame(
+        {"variant": req["variant"].unique(), "output_throughput": [10.0, 20.0],
+         "load_imbalance": [1.1, 1.4], "route_p50_us": [1.0, 300.0],
+         "route_p99_us": [2.0, 900.0], "instances": [2, 2]}
+    )  # fmt: skip
+    routers = router_table(req, metrics, inst)
+    assert list(routers["router"]) == ["round-robin", "precise"]
+    assert routers.loc[1, "prefix_hit_rate"] == 0.8
+    lines = answer_lines(routers, v)
+    assert lines[0].startswith("1. precise") and "better" in lines[0]
+    assert lines[1].startswith("2. round-robin") and "the baseline" in lines[1]
