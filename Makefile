@@ -16,9 +16,11 @@ $(BIN)/python:
 # optional-dependency group cannot say --no-deps, hence no `sglang` extra. Offline, the step
 # warns and goes on: the tests that need sglang skip with the reason. msgspec (one of sglang's
 # own dependencies, pure C, no further deps) is needed by its UnifiedRadixCache and tree cores
-# (radixbench.cache.sglang_unified), the cache sglang 0.5.23 serves with.
+# (radixbench.cache.sglang_unified), the cache sglang 0.5.23 serves with; pyzmq (also one of its
+# dependencies, a self-contained wheel) by its disaggregation/kv_events.py, which the served
+# cache imports for its KV-event classes (without it the demo's sglang reference cannot load).
 SGLANG_PIN := sglang==0.5.23
-SGLANG_EXTRA := msgspec
+SGLANG_EXTRA := msgspec pyzmq
 # The demo needs only the runtime dependencies (.installed-run); the tests and lint add the dev
 # extras (.installed), so a fresh `make demo` does not wait for pytest, mypy or jupyter.
 $(VENV)/.installed-run: pyproject.toml Makefile | $(BIN)/python

@@ -169,6 +169,7 @@ def write_report(
             clock=clock,
             behaviour=behaviour_lines(diffs, meta.expect_divergence),
             diverged=diverged,
+            reference=meta.reference,
         )
         verdicts = withhold(verdicts, ans.checks)
         tier_head, tier_serving = hicache_lines(

@@ -138,6 +138,9 @@ def test_the_default_run_shows_where_the_served_cache_stands(
     assert "tree core): p50" in evict and "evictable leaves" in evict
     assert "persistent-heap" in evict and "lru-list" in evict and "heapify" in evict
     assert any(ln.startswith("match_prefix — sglang 0.5.23 as served") for ln in lines)
+    # the reference is said once, by its own lines: no impl-axis pairing with a variant that
+    # runs other algorithms (heapify/linear) under it
+    assert not any(ln.startswith("impl:") for ln in lines)
 
 
 def test_a_reference_that_cannot_run_is_left_out_and_said(
