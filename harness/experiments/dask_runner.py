@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tqdm import tqdm
@@ -100,3 +100,38 @@ def run_on_dask(
         dask.close()
         if cluster is not None:
             cluster.close()
+
+
+def run_points(
+    point_fn: Callable[..., list[dict[str, Any]]],
+    args: tuple[Any, ...],
+    order: Sequence[int],
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    desc: str,
+) -> list[dict[str, Any]]:
+    """The points of a study on Dask (:func:`run_on_dask`): ``point_fn(*args[:1], i,
+    *args[1:])`` for each point index ``i`` of ``order`` (submitted in that order: the longest
+    first, so the cluster ends together), every point's rows gathered as they complete (so in
+    completion order; the caller sorts). A point that raises stops the study with
+    ``RuntimeError("study point <i> failed: <its first line>")``."""
+    rows: list[dict[str, Any]] = []
+    head, rest = args[:1], args[1:]
+
+    def submit(client: Any) -> dict[Any, int]:
+        return {client.submit(point_fn, *head, i, *rest, pure=False): i for i in order}
+
+    def done(i: int, fut: Any) -> None:
+        exc = fut.exception()
+        if exc is not None:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RuntimeError(f"study point {i} failed: {msg}")
+        rows.extend(fut.result())
+
+    run_on_dask(
+        submit, done, scheduler=scheduler, workers=workers, progress=progress, desc=desc,
+        unit="point",
+    )  # fmt: skip
+    return rows

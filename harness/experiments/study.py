@@ -26,7 +26,7 @@ import pandas as pd
 from radixbench.harness.config.scenario import load_scenario
 from radixbench.harness.config.study import StudySpec
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.harness.experiments.dask_runner import run_on_dask
+from radixbench.harness.experiments.dask_runner import run_points
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study import point_rows
@@ -111,34 +111,14 @@ def run_study(
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     name = f"study-{spec.name}-{spec.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    rows: list[dict[str, Any]] = []
     with AtomicRunDir(out, name) as run:
         points_dir = run.tmp / "points"
         points_dir.mkdir()
 
-        def submit(client: Any) -> dict[Any, int]:
-            # the largest points first: they are the longest, so the cluster ends together
-            return {
-                client.submit(run_point, spec, i, str(points_dir), extra, pure=False): i
-                for i in reversed(range(len(spec.points)))
-            }
-
-        def done(i: int, fut: Any) -> None:
-            exc = fut.exception()
-            if exc is not None:
-                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise RuntimeError(f"study point {i} failed: {msg}")
-            rows.extend(fut.result())
-
-        run_on_dask(
-            submit,
-            done,
-            scheduler=scheduler,
-            workers=workers,
-            progress=progress,
-            desc=f"study {spec.name}",
-            unit="point",
-        )
+        rows = run_points(  # the largest points first: they are the longest
+            run_point, (spec, str(points_dir), extra), list(reversed(range(len(spec.points)))),
+            scheduler=scheduler, workers=workers, progress=progress, desc=f"study {spec.name}",
+        )  # fmt: skip
         df = pd.DataFrame(rows).sort_values(["point", "candidate"], ignore_index=True)
         meta = {  # the study's settings (its extra sections are rendered, not recorded)
             **{

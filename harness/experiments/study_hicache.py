@@ -23,7 +23,7 @@ import pandas as pd
 
 from radixbench.harness.config.study_hicache import HiCacheStudy
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.harness.experiments.dask_runner import run_on_dask
+from radixbench.harness.experiments.dask_runner import run_points
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.harness.experiments.study import StudyOutcome
 from radixbench.reports.diagnostics import load_check
@@ -109,29 +109,14 @@ def run_hicache_study(
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     name = f"study-{study.name}-{study.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    rows: list[dict[str, Any]] = []
     with AtomicRunDir(out, name) as run:
         points_dir = run.tmp / "points"
         points_dir.mkdir()
 
-        def submit(client: Any) -> dict[Any, int]:
-            return {  # the points with most variants first: the cluster ends together
-                client.submit(run_hicache_point, study, i, str(points_dir), extra, pure=False): i
-                for i in sorted(
-                    range(len(study.points)), key=lambda j: -len(study.points[j].policies)
-                )
-            }
-
-        def done(i: int, fut: Any) -> None:
-            exc = fut.exception()
-            if exc is not None:
-                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise RuntimeError(f"study point {i} failed: {msg}")
-            rows.extend(fut.result())
-
-        run_on_dask(
-            submit, done, scheduler=scheduler, workers=workers, progress=progress,
-            desc=f"study {study.name}", unit="point",
+        order = sorted(range(len(study.points)), key=lambda j: -len(study.points[j].policies))
+        rows = run_points(  # the points with most variants first: the cluster ends together
+            run_hicache_point, (study, str(points_dir), extra), order,
+            scheduler=scheduler, workers=workers, progress=progress, desc=f"study {study.name}",
         )  # fmt: skip
         df = pd.DataFrame(rows).sort_values(["point", "candidate"], ignore_index=True)
         meta = {

@@ -19,7 +19,7 @@ import pandas as pd
 from radixbench.harness.config.scenario import load_scenario
 from radixbench.harness.config.study_routing import RoutingStudySpec
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.harness.experiments.dask_runner import run_on_dask
+from radixbench.harness.experiments.dask_runner import run_points
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.reports.tables import read_table
 
@@ -89,7 +89,6 @@ def run_routing_study(
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     name = f"study-{spec.name}-{spec.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    rows: list[dict[str, Any]] = []
     with AtomicRunDir(out, name) as run:
         points_dir = run.tmp / "points"
         points_dir.mkdir()
@@ -97,22 +96,9 @@ def run_routing_study(
             range(len(spec.points)), key=lambda i: -spec.points[i][0] * spec.points[i][1]
         )
 
-        def submit(client: Any) -> dict[Any, int]:
-            return {
-                client.submit(run_routing_point, spec, i, str(points_dir), extra, pure=False): i
-                for i in order
-            }
-
-        def done(i: int, fut: Any) -> None:
-            exc = fut.exception()
-            if exc is not None:
-                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise RuntimeError(f"study point {i} failed: {msg}")
-            rows.extend(fut.result())
-
-        run_on_dask(
-            submit, done, scheduler=scheduler, workers=workers, progress=progress,
-            desc=f"study {spec.name}", unit="point",
+        rows = run_points(
+            run_routing_point, (spec, str(points_dir), extra), order,
+            scheduler=scheduler, workers=workers, progress=progress, desc=f"study {spec.name}",
         )  # fmt: skip
         df = pd.DataFrame(rows).sort_values(["load", "instances", "router"], ignore_index=True)
         meta = {
