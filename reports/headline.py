@@ -23,7 +23,7 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
-from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN
+from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN, MIN_EFFECT
 
 __all__ = ["DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
 
@@ -95,8 +95,10 @@ def _compare(row: pd.Series, cand: str, base: str) -> str:
         return f"{cand} {inv} than {base} (ratio {_x(ratio)} {ci})"
     floor = ""
     aa_lo, aa_hi = float(row.get("aa_low", math.nan)), float(row.get("aa_high", math.nan))
-    if (lo > 1 or hi < 1) and not math.isnan(aa_lo):
+    if (lo > 1 or hi < 1) and not math.isnan(aa_lo) and (lo <= aa_hi and hi >= aa_lo):
         floor = f"; inside the A/A noise floor [{_x(aa_lo)}–{_x(aa_hi)}]"
+    elif lo > 1 or hi < 1:
+        floor = f"; within {MIN_EFFECT:.0%}, the smallest effect claimed"
     return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci}{floor})"
 
 
@@ -113,7 +115,7 @@ def _noise_floor_line(verdicts: pd.DataFrame) -> list[str]:
     return [
         f"Noise floor (A/A): {aa['baseline'].iloc[0]} timed against a replica of itself, "
         f"interleaved like the others: {', '.join(parts)}; a difference is claimed only when "
-        "its interval clears both 1 and this one."
+        f"its interval clears both this one and {MIN_EFFECT:.0%} either side of 1."
     ]
 
 

@@ -89,15 +89,25 @@ VERDICT_COLUMNS = [
 EVICT_OWN = "evict excl. KV free ns"
 
 
+#: The smallest effect a verdict claims (a ratio beyond ``1 + MIN_EFFECT`` or below its
+#: inverse). Two classes running identical code in one process still differ by a couple of
+#: percent (allocation, memory layout): the served-cache patch example's ``match_prefix`` read
+#: 1.02 [1.02, 1.02] against upstream with an A/A interval of [0.992, 1.00], so an A/A replica
+#: of one class does not bound the difference between two.
+MIN_EFFECT = 0.03
+
+
 def verdict(
     ci_low: float, ci_high: float, aa_low: float = float("nan"), aa_high: float = float("nan")
 ) -> str:
-    """``faster`` if the interval lies above 1 and above the A/A interval ``[aa_low,
-    aa_high]`` (the noise floor: the baseline against itself), ``slower`` if it lies below 1
-    and below the A/A interval, else ``no significant difference`` (also for an undefined
-    interval). Without an A/A interval (NaN), 1 alone is the bar."""
-    hi_bar = max(1.0, aa_high) if not np.isnan(aa_high) else 1.0
-    lo_bar = min(1.0, aa_low) if not np.isnan(aa_low) else 1.0
+    """``faster`` if the interval lies above ``1 + MIN_EFFECT`` and above the A/A interval
+    ``[aa_low, aa_high]`` (the noise floor: the baseline against itself), ``slower`` if it
+    lies below ``1 / (1 + MIN_EFFECT)`` and below the A/A interval, else ``no significant
+    difference`` (also for an undefined interval). Without an A/A interval (NaN), the
+    :data:`MIN_EFFECT` bars alone decide."""
+    up, down = 1.0 + MIN_EFFECT, 1.0 / (1.0 + MIN_EFFECT)
+    hi_bar = max(up, aa_high) if not np.isnan(aa_high) else up
+    lo_bar = min(down, aa_low) if not np.isnan(aa_low) else down
     if ci_low > hi_bar:
         return "faster"
     if ci_high < lo_bar:

@@ -27,6 +27,10 @@ BASELINE = {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
         (0.9, 1.1, "no significant difference"),
         (1.0, 1.2, "no significant difference"),
         (np.nan, np.nan, "no significant difference"),
+        # identical code in two classes: 1.02 [1.02, 1.02] is below the smallest effect claimed
+        (1.018, 1.022, "no significant difference"),
+        (0.975, 0.985, "no significant difference"),
+        (1.035, 1.05, "faster"),
     ],
 )
 def test_verdict(lo, hi, expected) -> None:
