@@ -20,6 +20,7 @@ import pandas as pd
 from radixbench.reports.diagnostics import AxisCheck
 from radixbench.reports.markdown import markdown_table
 from radixbench.reports.record import RunMeta
+from radixbench.reports.verdicts import MIN_EFFECT
 
 __all__ = ["summary_block"]
 
@@ -76,8 +77,8 @@ def summary_block(
     out += [
         "ratio = baseline p50 / candidate p50 (> 1: the candidate is faster); intervals: "
         "bootstrap (BCa up to 1,000 calls a side, percentile beyond); a verdict needs its "
-        "interval to clear both 1 and the A/A noise floor (the baseline timed against a replica "
-        "of itself).",
+        "interval to clear both the A/A noise floor (the baseline timed against a replica of "
+        f"itself) and {MIN_EFFECT:.0%} either side of 1 (the smallest effect claimed).",
         "",
     ]
     out += [f"- Serving: {s}" for s in serving[:1]]
