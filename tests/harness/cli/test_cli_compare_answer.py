@@ -141,6 +141,9 @@ def test_the_default_run_shows_where_the_served_cache_stands(
     # the reference is said once, by its own lines: no impl-axis pairing with a variant that
     # runs other algorithms (heapify/linear) under it
     assert not any(ln.startswith("impl:") for ln in lines)
+    run = next((tmp_path / "runs").iterdir())
+    verdicts = pd.read_parquet(run / "verdicts.parquet")
+    assert "impl" not in set(verdicts["axis"])  # nor in the verdict table and its bars
 
 
 def test_a_reference_that_cannot_run_is_left_out_and_said(
