@@ -50,9 +50,10 @@ class OpRecorder(RecordLog):
     def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
         super().__init__(_SCHEMA)
         self.clock = clock
-        self.depth = 0  # >0 while inside a timed call (nested calls are not charged again)
         self.top = self.code("")  # the parent code of a top-level call
-        self.parents = [self.top]  # op codes of the timed calls under way, innermost last
+        # op codes of the timed calls under way, innermost last, below them ``top``: a call
+        # made while another is under way is nested (not charged to the coupled clock again)
+        self.parents = [self.top]
         self.charge_ns = 0  # top-level timed ns since the scheduler last took them
 
     def take_charge_ns(self) -> int:
@@ -73,7 +74,7 @@ class OpRecorder(RecordLog):
         sim_time_s: float,
     ) -> None:
         """Record one operation (charged to the coupled clock unless nested in a timed one)."""
-        if self.depth == 0:
+        if len(self.parents) == 1:
             self.charge_ns += ns
         code = self.code(op)
         self.floats.append(sim_time_s)
@@ -91,25 +92,23 @@ class OpRecorder(RecordLog):
     ) -> Callable[..., R]:
         """``fn`` timed alone: each call reads ``stats()``, times ``fn(*args)`` (positional
         arguments only) and records ``op``, the ns, ``key_len(*args)``, ``result(ret,
-        *args)``, the stats and ``clock()``; ``depth`` marks nesting, so the coupled clock
-        is charged the top-level calls only. Exceptions propagate (nothing is recorded)."""
+        *args)``, the stats, ``clock()`` and the parent op (:attr:`parents`), so the coupled
+        clock is charged the top-level calls only. Exceptions propagate (nothing is recorded)."""
         code = self.code(op)
         ints_extend, floats_append, clock = self.ints.extend, self.floats.append, self.clock
-        parents = self.parents
+        parents, top = self.parents, self.top
 
         def call(*args: Any) -> R:
             n, t, lv = stats()
             parent = parents[-1]
             parents.append(code)
-            self.depth += 1
             t0 = perf_counter_ns()
             try:
                 res = fn(*args)
             finally:
                 ns = perf_counter_ns() - t0
-                self.depth -= 1
                 parents.pop()
-            if not self.depth:
+            if parent == top:
                 self.charge_ns += ns
             floats_append(clock())
             ints_extend((code, ns, key_len(*args), result(res, *args), n, t, lv, parent))
