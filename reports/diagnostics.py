@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.record import RunMeta
+from radixbench.reports.verdicts import common_call_sites
 
 __all__ = [
     "QUEUE_END_SHARE",
@@ -203,15 +204,6 @@ def _variants_on(ops: pd.DataFrame, axis: str) -> pd.DataFrame:
     return ops
 
 
-def _common_sites(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` of one op kept to the call sites (``parent``) every variant among them has,
-    as the verdicts compare them (:func:`radixbench.reports.verdicts.same_call_sites`)."""
-    if "parent" not in rows.columns or rows.empty:
-        return rows
-    sites = [set(g) for _, g in rows.groupby("variant", sort=False)["parent"]]
-    return rows[rows["parent"].isin(set.intersection(*sites))]
-
-
 def _evict_condition(ev: pd.DataFrame) -> tuple[int, float, str]:
     n = len(ev) // max(ev["variant"].nunique(), 1)
     leaves = float(ev["evictable_leaves"].median()) if n else 0.0
@@ -290,13 +282,13 @@ def axis_checks(ops: pd.DataFrame, axes: Sequence[str]) -> dict[str, AxisCheck]:
             cond = f"median {float(b['key_len'].median()):,.0f} tokens per call"
             conditions = {}
             if axis == "impl":
-                conditions["match_prefix"] = _match_condition(_common_sites(b))[2]
-                ins = _common_sites(sel[sel["op"] == "insert"])
+                conditions["match_prefix"] = _match_condition(common_call_sites(b))[2]
+                ins = common_call_sites(sel[sel["op"] == "insert"])
                 if len(ins):
                     conditions["insert"] = (
                         f"median {float(ins['key_len'].median()):,.0f} tokens per key"
                     )
-                ev = _common_sites(sel[sel["op"] == "evict"])
+                ev = common_call_sites(sel[sel["op"] == "evict"])
                 if len(ev):
                     conditions["evict"] = _evict_condition(ev)[2]
             out[axis] = AxisCheck(axis, True, "", cond, conditions)

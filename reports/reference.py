@@ -20,7 +20,7 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
-from radixbench.reports.verdicts import same_call_sites
+from radixbench.reports.verdicts import common_call_sites
 
 __all__ = ["reference_lines", "reference_rows"]
 
@@ -61,7 +61,10 @@ def reference_rows(
                 continue
             if variants.value(name, "flatten") != variants.value(ref, "flatten"):
                 continue
-            b, c = same_call_sites(ops, ref, name, op)  # like-for-like call sites
+            both = common_call_sites(sel[sel["variant"].isin([ref, name])])  # like for like
+            at_ref = both[both["variant"] == ref]
+            b = at_ref["ns"].to_numpy(np.float64)
+            c = both.loc[both["variant"] == name, "ns"].to_numpy(np.float64)
             if not b.size or not c.size:
                 continue
             ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed)
@@ -80,17 +83,10 @@ def reference_rows(
                     "ci_method": ci_method(b.size, c.size),
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),
-                    "condition": float(_at_sites(mine, sel, name)[cond_col].median()),
+                    "condition": float(at_ref[cond_col].median()),
                 }
             )
     return pd.DataFrame(rows)
-
-
-def _at_sites(mine: pd.DataFrame, sel: pd.DataFrame, other: str) -> pd.DataFrame:
-    """The reference's rows ``mine`` at the call sites ``other``'s rows of ``sel`` share."""
-    if "parent" not in mine.columns:
-        return mine
-    return mine[mine["parent"].isin(set(sel.loc[sel["variant"] == other, "parent"]))]
 
 
 def _x(v: float) -> str:

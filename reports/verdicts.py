@@ -126,22 +126,28 @@ def _evict_own(ops: pd.DataFrame, variant: str) -> np.ndarray:
     return ev - free
 
 
+def common_call_sites(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (of one op, any number of variants) kept to the call sites every variant among
+    them has: the ``parent`` column, the timed op a call was made in (``""`` for the
+    simulator's own calls). Implementations nest their operations differently (sglang 0.5.23's
+    served cache re-anchors a checkpoint without the ``match_prefix`` that radixbench and the
+    classic ``RadixCache`` make in it, docs/SGLANG-FIDELITY.md U6), and a call made in another
+    place works on other inputs; for variants of one implementation the sites are the same and
+    nothing is dropped. Tables without ``parent`` (runs before it) keep every row. Mutates
+    nothing."""
+    if "parent" not in rows.columns or rows.empty:
+        return rows
+    sites = [set(g) for _, g in rows.groupby("variant", sort=False)["parent"]]
+    return rows[rows["parent"].isin(set.intersection(*sites))]
+
+
 def same_call_sites(
     ops: pd.DataFrame, base: str, cand: str, op: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """ns (float64) of ``op``'s calls under ``base`` and under ``cand``, kept to the call sites
-    (the ``parent`` column: the timed op a call was made in, ``""`` for the simulator's own
-    calls) that both variants have. Implementations nest their operations differently (sglang
-    0.5.23's served cache re-anchors a checkpoint without the ``match_prefix`` that radixbench
-    and the classic ``RadixCache`` make in it, docs/SGLANG-FIDELITY.md U6), and a call made in
-    another place works on other inputs; for variants of one implementation the sites are the
-    same and nothing is dropped. Tables without ``parent`` (runs before it) keep every call.
-    Mutates nothing."""
-    sel = ops[ops["op"] == op]
-    b, c = sel[sel["variant"] == base], sel[sel["variant"] == cand]
-    if "parent" in sel.columns:
-        common = set(b["parent"]) & set(c["parent"])
-        b, c = b[b["parent"].isin(common)], c[c["parent"].isin(common)]
+    both have (:func:`common_call_sites`; none when one of them never made the call)."""
+    rows = common_call_sites(ops[(ops["op"] == op) & ops["variant"].isin([base, cand])])
+    b, c = rows[rows["variant"] == base], rows[rows["variant"] == cand]
     return b["ns"].to_numpy(np.float64), c["ns"].to_numpy(np.float64)
 
 
