@@ -158,7 +158,8 @@ def write_report(
             request_metrics=clock == "coupled",
         )
         others = {vs.value(n, "impl") for n in vs.names} - {"radixbench", None}
-        if meta.reference and others == {meta.reference}:
+        reference_only = bool(meta.reference) and others == {meta.reference}
+        if reference_only:
             # the reference alone on the impl axis: its reference rows pair it with every
             # algorithm; an impl pairing with one of them would say the same thing once more
             verdicts = verdicts[verdicts["axis"] != "impl"].reset_index(drop=True)
@@ -174,7 +175,7 @@ def write_report(
             clock=clock,
             behaviour=behaviour_lines(diffs, meta.expect_divergence),
             diverged=diverged,
-            reference=meta.reference,
+            reference_only=reference_only,
         )
         verdicts = withhold(verdicts, ans.checks)
         tier_head, tier_serving = hicache_lines(

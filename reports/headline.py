@@ -161,7 +161,7 @@ def answer(
     clock: str = "isolated",
     behaviour: Sequence[str] = (),
     diverged: bool = False,
-    reference: str = "",
+    reference_only: bool = False,
 ) -> Answer:
     """The :class:`Answer` of a run: ``verdicts`` from ``verdict_table`` (with its ``axis``
     column), ``ops`` the per-op table, ``baseline`` the resolved baseline per axis,
@@ -170,18 +170,16 @@ def answer(
     table (``measured_cpu_s`` and ``duration_s`` used when present), ``behaviour``: the
     lines of :func:`radixbench.reports.behaviour.behaviour_lines` (first, after the load) and
     ``diverged``: whether the variants' prefix hits diverged (every op line then says so, and
-    the isolated-clock note is replaced by :data:`DIVERGED_NOTE`). ``reference``: the label of
-    the run's reference implementation (``[variants] reference``): when it is the only other
-    implementation, the impl axis gets no lines here (the reference lines, which pair it with
-    every algorithm, say it). Pure."""
+    the isolated-clock note is replaced by :data:`DIVERGED_NOTE`). ``reference_only``: the
+    run's reference implementation (``[variants] reference``) is its only other
+    implementation: the impl axis then gets no lines here (the reference lines, which pair it
+    with every algorithm, say it). Pure."""
     varied = variants.varied()
-    impls = {variants.value(n, "impl") for n in variants.names} - {"radixbench", None}
-    only_reference = bool(reference) and impls == {reference}
     axes = [
         a
         for a in AXIS_OPS
         if a != "replica"  # the A/A control has a line of its own (the noise floor)
-        and not (a == "impl" and only_reference)
+        and not (a == "impl" and reference_only)
         and (a in varied or (not verdicts.empty and (verdicts["axis"] == a).any()))
     ]
     checks = axis_checks(ops, axes)
