@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,10 @@ from radixbench.harness.config.study_routing import RoutingStudySpec
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.harness.experiments.dask_runner import run_points
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
+from radixbench.harness.experiments.study import StudyOutcome
 from radixbench.reports.tables import read_table
 
-__all__ = ["RoutingStudyOutcome", "run_routing_point", "run_routing_study"]
-
-
-@dataclass(frozen=True)
-class RoutingStudyOutcome:
-    """``run_dir``; ``points``: one row per point and router; ``summary``: what
-    ``write_routing_study`` returned; ``wall_s``."""
-
-    run_dir: Path
-    points: pd.DataFrame
-    summary: dict[str, Any]
-    wall_s: float
+__all__ = ["run_routing_point", "run_routing_study"]
 
 
 def run_routing_point(
@@ -81,7 +70,7 @@ def run_routing_study(
     workers: int | None = None,
     progress: bool | None = None,
     extra: dict[str, Any] | None = None,
-) -> RoutingStudyOutcome:
+) -> StudyOutcome:
     """Run every point of ``spec`` on Dask into ``out/study-<name>-<mode>-<time>`` (whole or
     not at all). A failing point stops the study with its one-line error (``RuntimeError``)."""
     from radixbench.reports.study_routing import write_routing_study
@@ -113,4 +102,4 @@ def run_routing_study(
     assert run.final is not None
     for key in ("study_md", "plot"):
         summary[key] = run.final / Path(summary[key]).relative_to(run.tmp)
-    return RoutingStudyOutcome(run.final, df, summary, time.perf_counter() - started)
+    return StudyOutcome(run.final, df, summary, time.perf_counter() - started)
