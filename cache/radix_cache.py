@@ -13,6 +13,7 @@ Every difference from 0.5.23 that stays on purpose is listed in ``docs/SGLANG-FI
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
@@ -287,6 +288,31 @@ class RadixCache:
             cur.tlru_history_len = depth
             cur = cur.parent
 
+    def _insert_input(
+        self, key: RadixKey, value: torch.Tensor | None
+    ) -> tuple[RadixKey, array, torch.Tensor, int]:
+        """What ``insert`` works on: ``(key, tokens, value, n_tok)``, the key cut to its limit
+        and to whole pages (``n_tok`` tokens; SGLang truncates, never raises), ``tokens`` its
+        token ids (exactly ``n_tok``), ``value`` the given slots (the token ids as int64 on the
+        device when None). Raises ``ValueError`` if
+        ``value`` is not int64 or shorter than ``n_tok``. Mutates nothing."""
+        page = self.page_size
+        tokens = key.token_ids
+        if len(key) < len(tokens):  # a limit cuts the key: insert the cut copy
+            key = key[:]
+            tokens = key.token_ids
+        n_tok = len(tokens) // page * page
+        if n_tok < len(tokens):
+            tokens = tokens[:n_tok]
+            key = key[:n_tok]
+        if value is None:
+            value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
+        if value.dtype != torch.int64:
+            raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
+        if value.numel() < n_tok:
+            raise ValueError(f"insert: value has {value.numel()} slots for {n_tok} tokens")
+        return key, tokens, value, n_tok
+
     # ------------------------------------------------------------------ insert
     def insert(
         self,
@@ -313,20 +339,7 @@ class RadixCache:
         Mirrors ``RadixCache.insert`` / ``_insert_helper`` of sglang 0.5.23.
         """
         page = self.page_size
-        tokens = key.token_ids
-        if len(key) < len(tokens):  # a limit cuts the key: insert the cut copy
-            key = key[:]
-            tokens = key.token_ids
-        n_tok = len(tokens) // page * page
-        if n_tok < len(tokens):
-            tokens = tokens[:n_tok]
-            key = key[:n_tok]
-        if value is None:
-            value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
-        if value.dtype != torch.int64:
-            raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
-        if value.numel() < n_tok:
-            raise ValueError(f"insert: value has {value.numel()} slots for {n_tok} tokens")
+        key, tokens, value, n_tok = self._insert_input(key, value)
         now = self.clock()
         node = self.root
         node.last_access_time = now

@@ -259,20 +259,7 @@ class TieredTree(RadixCache):
         rest are duplicates for the caller to free. May back up nodes (host slots, device
         locks until the ack) and evict host leaves to make room for them."""
         page = self.page_size
-        tokens = key.token_ids
-        if len(key) < len(tokens):
-            key = key[:]
-            tokens = key.token_ids
-        n_tok = len(tokens) // page * page
-        if n_tok < len(tokens):
-            tokens = tokens[:n_tok]
-            key = key[:n_tok]
-        if value is None:
-            value = torch.tensor(tokens, dtype=torch.int64, device=self.device)
-        if value.dtype != torch.int64:
-            raise ValueError(f"insert: value must be int64 KV slots, got {value.dtype}")
-        if value.numel() < n_tok:
-            raise ValueError(f"insert: value has {value.numel()} slots for {n_tok} tokens")
+        key, tokens, value, n_tok = self._insert_input(key, value)
         self.adopted = []
         now = self.clock()
         node: TieredNode = self.root
