@@ -37,7 +37,7 @@ from tqdm import tqdm
 from radixbench.reports.axes import VariantSet, references
 from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
-from radixbench.reports.headline import Answer, answer, withhold
+from radixbench.reports.headline import DIVERGED_CAVEAT, Answer, answer, withhold
 from radixbench.reports.hicache import has_tiers, hicache_lines
 from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
@@ -193,7 +193,8 @@ def write_report(
             ref_rows = reference_rows(
                 ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
             )
-            ans.headline[:0] = reference_lines(ref_rows, _reference_label(meta))
+            caveat = DIVERGED_CAVEAT if diverged else ""
+            ans.headline[:0] = reference_lines(ref_rows, _reference_label(meta), caveat)
             verdicts = (
                 pd.concat([verdicts, ref_rows], ignore_index=True) if len(ref_rows) else verdicts
             )

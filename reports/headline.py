@@ -25,7 +25,7 @@ from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
 from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN, MIN_EFFECT
 
-__all__ = ["DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
+__all__ = ["DIVERGED_CAVEAT", "DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
 
 #: The sentence that replaces the serving-metric verdicts under the isolated clock.
 ISOLATED_NOTE = (
@@ -50,7 +50,7 @@ DIVERGED_NOTE = (
     "the algorithms' speed; op timings above compare calls on different trees."
 )
 #: Appended to every op line of a run whose variants diverged.
-_DIVERGED_CAVEAT = " (caveat: the variants diverged, so these calls ran on different trees)"
+DIVERGED_CAVEAT = " (caveat: the variants diverged, so these calls ran on different trees)"
 
 _PRIMARY = {"evictor": "evict ns", "matcher": "match_prefix ns", "flatten": "build_extend ns"}
 _UNITS = {"evictor": "calls", "matcher": "calls", "flatten": "batches", "impl": "calls"}
@@ -218,7 +218,7 @@ def answer(
                 n = f"{n_c:,} {unit} each" if n_c == n_b else f"{n_c:,} vs {n_b:,} {unit}"
                 condition = check.conditions.get(op, check.condition)
                 cond = f", {condition}" if condition else ""
-                caveat = _DIVERGED_CAVEAT if diverged else ""
+                caveat = DIVERGED_CAVEAT if diverged else ""
                 head.append(f"{op}: {_compare(r, c_label, b_label)}, {n}{cond}{caveat}.")
             own = mine[mine["metric"] == EVICT_OWN]
             if axis == "evictor" and not own.empty:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
-from radixbench.reports.verdicts import common_call_sites
+from radixbench.reports.verdicts import common_call_sites, verdict
 
 __all__ = ["reference_lines", "reference_rows"]
 
@@ -81,6 +81,7 @@ def reference_rows(
                     "ci_low": lo,
                     "ci_high": hi,
                     "ci_method": ci_method(b.size, c.size),
+                    "verdict": verdict(lo, hi),
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),
                     "condition": float(at_ref[cond_col].median()),
@@ -93,10 +94,11 @@ def _x(v: float) -> str:
     return f"{v:.3g}"
 
 
-def reference_lines(rows: pd.DataFrame, label: str) -> list[str]:
+def reference_lines(rows: pd.DataFrame, label: str, caveat: str = "") -> list[str]:
     """The answer's lines: per op, the reference's p50 at its condition, then each algorithm's
-    ratio against it with the interval (``label``: how to name the reference, e.g. ``sglang
-    0.5.23 as served (rust tree core)``)."""
+    ratio against it with the interval and the verdict rows carry (``label``: how to name the
+    reference, e.g. ``sglang 0.5.23 as served (rust tree core)``; ``caveat``: appended to every
+    line, e.g. after a divergence)."""
     out: list[str] = []
     if rows.empty:
         return out
@@ -111,9 +113,9 @@ def reference_lines(rows: pd.DataFrame, label: str) -> list[str]:
         parts = []
         for _, r in g.iterrows():
             ratio, lo, hi = float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"])
-            if lo > 1:
+            if r["verdict"] == "faster":
                 parts.append(f"{r['algorithm']} {_x(ratio)}× faster [{_x(lo)}–{_x(hi)}]")
-            elif hi < 1:  # slower: the inverse ratio and its interval
+            elif r["verdict"] == "slower":  # the inverse ratio and its interval
                 parts.append(
                     f"{r['algorithm']} {_x(1 / ratio)}× slower [{_x(1 / hi)}–{_x(1 / lo)}]"
                 )
@@ -123,6 +125,7 @@ def reference_lines(rows: pd.DataFrame, label: str) -> list[str]:
         out.append(
             f"{op} — {label}: p50 {first['baseline_median'] / 1e3:,.1f} µs at a median {cond}; "
             + "; ".join(parts)
+            + caveat
             + "."
         )
     return out
