@@ -37,15 +37,15 @@ from radixbench.bench.calibration import Calibration
 from radixbench.bench.timing import gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
-from radixbench.cache.sglang_finder import ModuleSet
-from radixbench.cache.sglang_modules import SGLangLoadError, load_modules
-from radixbench.cache.sglang_package import installed_dir, read_version
+from radixbench.cache.sglang.finder import ModuleSet
+from radixbench.cache.sglang.loader import SGLangLoadError, load_modules
+from radixbench.cache.sglang.package import installed_dir, read_version
 from radixbench.reports.markdown import markdown_table
 
 Row = dict[str, object]
 
 #: SGLang's allocator modules, executed from the installed package by the one SGLang loader
-#: (``radixbench.cache.sglang_modules``), with what ``paged.py`` imports at module level for its
+#: (``radixbench.cache.sglang.loader``), with what ``paged.py`` imports at module level for its
 #: GPU paths, which ``alloc`` / ``free`` never call (the torch fallbacks need none), stubbed:
 #: triton kernels, the platform and ``sglang.srt.utils`` (whose ``__init__`` pulls in sglang's
 #: serving dependencies). ``get_bool_env_var`` keeps sglang's meaning (reads

@@ -7,12 +7,12 @@
   149``) with the tree core SGLang's own ``select_tree_core_backend`` picks
   (``unified_cache/tree_core_registry.py:124``: Rust by default, the Python core when
   ``resolve_tree_core_backend`` falls back or the extension does not load; the reason is in
-  ``ImplInfo.tree_core_reason``), behind :class:`~radixbench.cache.sglang_served.
-  ServedSGLangCache` (loaded by :mod:`~radixbench.cache.sglang_unified`).
+  ``ImplInfo.tree_core_reason``), behind :class:`~radixbench.cache.sglang.served.
+  ServedSGLangCache` (loaded by :mod:`~radixbench.cache.sglang.unified_load`).
 * ``sglang-python`` — the same with the Python tree core forced.
 * ``sglang-legacy`` — the classic ``RadixCache`` (``mem_cache/radix_cache.py``): the class SGLang
   PR #6907 changed and the scheduler's ``waiting_queue_radix_tree``
-  (``RadixCache.create_simulated()``), behind :class:`~radixbench.cache.sglang_adapter.SGLangCache`.
+  (``RadixCache.create_simulated()``), behind :class:`~radixbench.cache.sglang.legacy.SGLangCache`.
 
 Each takes ``NAME:PATH`` (a checkout's ``python/`` folder, with its own built Rust extension
 when present) and ``NAME:FILE.py:CLASS`` (a subclass, on the installed package): for ``sglang``
@@ -126,7 +126,7 @@ def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
     """Load an SGLang spec: ``(label, (adapter kind, load), info)``. Raises ``ValueError`` (one
     line naming the spec) for a missing package, path, core or class, an unsupported version,
     an import failure, or a CLASS that subclasses neither SGLang cache class."""
-    from radixbench.cache.sglang_modules import SGLangLoadError
+    from radixbench.cache.sglang.loader import SGLangLoadError
 
     name, path, user = _parse(spec, arg)
     core = SGLANG_IMPLS[name]
@@ -134,7 +134,7 @@ def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
     if core == "legacy":
         legacy = _load_legacy(spec, label, arg)
         return label, ("legacy", legacy), _info("legacy", legacy)
-    from radixbench.cache.sglang_unified import load_unified, load_user_class, with_class
+    from radixbench.cache.sglang.unified_load import load_unified, load_user_class, with_class
 
     loaded = load_unified(spec, core, path)
     if user is None:
@@ -158,7 +158,7 @@ def _load_sglang(spec: str, arg: str | None) -> tuple[str, Any, ImplInfo]:
 def _load_legacy(spec: str, label: str, arg: str | None) -> Any:
     from dataclasses import replace
 
-    from radixbench.cache.sglang_loader import SGLangLoadError, load_sglang
+    from radixbench.cache.sglang.legacy_load import SGLangLoadError, load_sglang
 
     inner = "sglang" if arg is None else f"sglang:{arg}"
     try:
@@ -174,7 +174,7 @@ def _legacy_from_unified(
 ) -> Any:
     """A ``LoadedSGLang`` (legacy adapter) over the unified load's ``radix_cache`` modules, for
     a user's ``RadixCache`` subclass executed against that load."""
-    from radixbench.cache.sglang_loader import LoadedSGLang
+    from radixbench.cache.sglang.legacy_load import LoadedSGLang
 
     files = {**loaded.files, str(Path(module.__file__ or "")): digest}
     m = loaded.m
@@ -185,7 +185,7 @@ def _legacy_from_unified(
 
 
 def _info(kind: str, loaded: Any) -> ImplInfo:
-    from radixbench.cache.sglang_report import impl_info
+    from radixbench.cache.sglang.report import impl_info
 
     if kind == "served":
         return impl_info(loaded, loaded.core, loaded.core_reason)
@@ -209,19 +209,19 @@ def _make_sglang(handle: Any, pool: Any, allocator: Any, config: Any) -> Any:
     if config.hicache is not None:
         return _make_hicache(kind, loaded, pool, allocator, config)
     if kind == "served":
-        from radixbench.cache.sglang_served import ServedSGLangCache
+        from radixbench.cache.sglang.served import ServedSGLangCache
 
         return ServedSGLangCache(pool, allocator, config, loaded)
-    from radixbench.cache.sglang_adapter import SGLangCache
+    from radixbench.cache.sglang.legacy import SGLangCache
 
     return SGLangCache(pool, allocator, config, loaded)
 
 
 def _make_hicache(kind: str, loaded: Any, pool: Any, allocator: Any, config: Any) -> Any:
-    """The served cache with HiCache on (``radixbench.cache.sglang_hicache``): sglang's own
+    """The served cache with HiCache on (``radixbench.cache.sglang.hicache``): sglang's own
     ``UnifiedRadixCache`` of the spec's package and core. Raises ``ValueError`` for the legacy
     class and a user's subclass (neither is driven with HiCache)."""
-    from radixbench.cache.sglang_hicache import ServedHiCache, load_hicache
+    from radixbench.cache.sglang.hicache import ServedHiCache, load_hicache
 
     name, path, user = _parse(loaded.spec, loaded.spec.partition(":")[2] or None)
     if kind != "served" or user is not None:

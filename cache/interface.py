@@ -202,7 +202,7 @@ class PrefixCache(Protocol):
     """A radix prefix cache as the simulator drives it (sizes in tokens; see the module
     docstring for handles). Mutations are listed per method; every method may read the
     implementation's clock. Implementations: ``radixbench.cache.radix_cache.RadixCache``,
-    ``radixbench.cache.sglang_adapter.SGLangCache`` and what :mod:`radixbench.cache.registry`
+    ``radixbench.cache.sglang.legacy.SGLangCache`` and what :mod:`radixbench.cache.registry`
     holds."""
 
     page_size: int

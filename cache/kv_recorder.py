@@ -11,7 +11,7 @@ Differences that stay: sglang 0.5.23's queue coalesces an event with a compatibl
 chain) and its per-page ``BlockStored`` events become one event per node only through that;
 here an event is one node, never merged. The blocks in order are the same; event boundaries
 differ (and differ between sglang's own Rust and Python tree cores, which drain at other
-moments). Compare concatenated block sequences, as ``tests/cache/test_kv_events_fidelity.py``
+moments). Compare concatenated block sequences, as ``tests/cache/sglang/test_kv_events_fidelity.py``
 does. ``session_id`` and ``lora_id`` are always ``None`` (no sessions, no LoRA ids here).
 
 Cost: a cache with events off holds no recorder (``RadixCache.kv_events is None``): one

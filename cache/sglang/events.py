@@ -35,8 +35,8 @@ from radixbench.cache.kv_events import (
     KVEvent,
     KVEventConfig,
 )
-from radixbench.cache.sglang_loader import SGLangLoadError
-from radixbench.cache.sglang_modules import one_line
+from radixbench.cache.sglang.legacy_load import SGLangLoadError
+from radixbench.cache.sglang.loader import one_line
 
 __all__ = ["enable_native_hash", "event_params", "from_sglang"]
 

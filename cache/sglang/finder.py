@@ -2,7 +2,7 @@
 
 A :class:`ModuleSet` declares which ``sglang.*`` modules a load executes from the package's
 files and which it replaces by stubs, and how; :class:`SGLangFinder`, put first on
-``sys.meta_path`` by :func:`radixbench.cache.sglang_modules.load_modules` while a load runs,
+``sys.meta_path`` by :func:`radixbench.cache.sglang.loader.load_modules` while a load runs,
 answers every ``sglang.*`` import by those rules, in this order:
 
 1. a ``passthrough`` module (a compiled extension): left to Python's own finders, which load it
@@ -59,7 +59,7 @@ class ModuleSet:
     """What one load executes and stubs (the finder's rules: module docstring).
 
     ``real``: modules executed from their source files, imported in this order by
-    :func:`~radixbench.cache.sglang_modules.load_modules`; ``stubbed``: stubbed module -> who
+    :func:`~radixbench.cache.sglang.loader.load_modules`; ``stubbed``: stubbed module -> who
     imports it and why it is not needed (the stub's docstring); ``attributes``: stubbed module
     -> attributes that work (values set on the stub, e.g. a flag the imported code reads at
     import time); ``functions``: stubbed module -> SGLang functions compiled into it

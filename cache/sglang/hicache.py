@@ -3,7 +3,7 @@
 ``--impl sglang --enable-hierarchical-cache`` (and ``sglang-python``) builds the served cache as
 sglang's scheduler does — ``UnifiedRadixCache(params)``, then its own ``init_hicache(server_args,
 params)`` (``mem_cache/unified_radix_cache.py:455-590``) — and drives it through the adapter of
-:mod:`radixbench.cache.sglang_served` plus the scheduler's HiCache entry points
+:mod:`radixbench.cache.sglang.served` plus the scheduler's HiCache entry points
 (:class:`~radixbench.cache.interface.TierOps`: ``check_hicache_events``, ``init_load_back``,
 ``ready_to_load_host_cache``, ``prefetch_from_storage``, ``check_prefetch_progress``,
 ``pop_prefetch_loaded_tokens``). Every line of the tree, the controller's bookkeeping in the
@@ -59,8 +59,8 @@ from radixbench.cache.hicache.storage import SimStorage
 from radixbench.cache.hicache.tree import TierMatch
 from radixbench.cache.interface import CacheAction, OpTimer
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang_served import ServedSGLangCache
-from radixbench.cache.sglang_unified import LoadedUnified, _load_package, load_unified
+from radixbench.cache.sglang.served import ServedSGLangCache
+from radixbench.cache.sglang.unified_load import LoadedUnified, _load_package, load_unified
 
 __all__ = ["HostGroup", "ServedHiCache", "load_hicache"]
 

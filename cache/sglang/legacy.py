@@ -8,19 +8,19 @@
 operation is SGLang's own code; the adapter only converts keys and results, and adds:
 
 * per-adapter copies of SGLang's process-wide state (``LegacyState``,
-  :mod:`radixbench.cache.sglang_process_state`): the clock ``time.monotonic()`` returns (the
+  :mod:`radixbench.cache.sglang.process_state`): the clock ``time.monotonic()`` returns (the
   loaded module's ``time`` global is a ``TimeShim``) and the node ids of ``TreeNode.counter``, so
   ids start at 0 (the root) in each adapter, as in radixbench's cache, and ``num_nodes`` is kept
   in O(1); adapters of one load may be interleaved in one thread, not across threads;
 * eviction victims: the instance's ``_delete_leaf`` is wrapped to record node ids in order.
 
-What SGLang sees of radixbench's keys, pools and requests: :mod:`radixbench.cache.sglang_shims`.
+What SGLang sees of radixbench's keys, pools and requests: :mod:`radixbench.cache.sglang.shims`.
 
 Not supported: bigram (EAGLE) keys (``ValueError``: SGLang turns the whole tree into bigram
 mode with ``is_eagle``, radixbench packs bigrams per key), policy ``tlru``
 (``SGLangLoadError``: 0.5.23's ``RadixCache`` keeps no T-LRU lengths; only ``UnifiedRadixCache``
 does) unless the ``cache_class`` declares ``keeps_tlru_lengths = True`` (a subclass that adds
-the unified tree's bookkeeping, as tests/cache/test_sglang_fidelity.py builds), KV events and
+the unified tree's bookkeeping, as tests/cache/sglang/test_legacy_fidelity.py builds), KV events and
 metrics (their modules are stubbed by the loader).
 """
 
@@ -43,11 +43,11 @@ from radixbench.cache.interface import (
     time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang_loader import LoadedSGLang
-from radixbench.cache.sglang_modules import SGLangLoadError
-from radixbench.cache.sglang_process_state import LegacyState, install_time_shim
-from radixbench.cache.sglang_report import INNER_OPS, impl_info, timed_inner_ops
-from radixbench.cache.sglang_shims import (
+from radixbench.cache.sglang.legacy_load import LoadedSGLang
+from radixbench.cache.sglang.loader import SGLangLoadError
+from radixbench.cache.sglang.process_state import LegacyState, install_time_shim
+from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
+from radixbench.cache.sglang.shims import (
     AllocatorShim,
     LegacyReqProxy,
     ReqToTokenShim,
@@ -233,7 +233,7 @@ class SGLangCache:
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /
         ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` on its instance (one row per
-        logical operation: :mod:`radixbench.cache.sglang_report`). Mutates this adapter and
+        logical operation: :mod:`radixbench.cache.sglang.report`). Mutates this adapter and
         the SGLang instance (those four attributes)."""
         time_standard_ops(self, timer)
         for op, timed in timed_inner_ops(timer, self._raw, self.tree_stats).items():
@@ -312,7 +312,7 @@ class SGLangCache:
 
     def release(self, req: Any, owned_len: int, checkpoint: bool) -> None:
         """``release_kv_cache`` of sglang 0.5.23 (``mem_cache/common.py:400``) for a
-        ``RadixCache`` (:func:`~radixbench.cache.sglang_shims.release_kv_cache`): with
+        ``RadixCache`` (:func:`~radixbench.cache.sglang.shims.release_kv_cache`): with
         ``checkpoint`` the class's (untimed) ``checkpoint(req, owned_len)``; free
         ``req_to_token[row, cache_protected_len:owned_len]``; ``RadixCache.unlock(req.lock)``;
         free the row. Raises ``RuntimeError`` without a ``ReqToTokenPool``."""

@@ -7,8 +7,8 @@ nothing); ``"sglang:PATH"``: a checkout's ``python/`` folder (``PATH/sglang``, o
 ``PATH/python/sglang``), so a branch under review runs as it is; ``"sglang:FILE.py:CLASS"``: a
 subclass (or replacement) of SGLang's ``RadixCache`` in FILE.py, run on the installed package.
 
-The load executes :data:`RADIX_CACHE`, a :class:`~radixbench.cache.sglang_modules.ModuleSet`,
-with the one SGLang loader (:func:`~radixbench.cache.sglang_modules.load_modules`): the modules of
+The load executes :data:`RADIX_CACHE`, a :class:`~radixbench.cache.sglang.loader.ModuleSet`,
+with the one SGLang loader (:func:`~radixbench.cache.sglang.loader.load_modules`): the modules of
 ``REAL_MODULES`` from their source files, synthetic packages for their parents (no package
 ``__init__.py`` runs: ``sglang/__init__.py``, ``sglang/srt/utils/__init__.py``... pull in triton,
 orjson, zmq...), stubs for ``STUBBED_MODULES`` (imported at module level, never called on the
@@ -30,14 +30,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
-from radixbench.cache.sglang_finder import ModuleSet
-from radixbench.cache.sglang_modules import (
+from radixbench.cache.sglang.finder import ModuleSet
+from radixbench.cache.sglang.loader import (
     SGLangLoadError,
     activated,
     exec_user_class,
     user_file,
 )
-from radixbench.cache.sglang_package import load_package, package_dir
+from radixbench.cache.sglang.package import load_package, package_dir
 
 #: Executed from the package's own source files, in this order.
 REAL_MODULES: tuple[str, ...] = (

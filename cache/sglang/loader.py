@@ -1,7 +1,7 @@
 """The one SGLang loader: runs SGLang's own source files without its GPU-serving dependencies.
 
-:func:`load_modules` imports a :class:`~radixbench.cache.sglang_finder.ModuleSet` (what to
-execute, what to stub: the finder's rules are in :mod:`radixbench.cache.sglang_finder`) from a
+:func:`load_modules` imports a :class:`~radixbench.cache.sglang.finder.ModuleSet` (what to
+execute, what to stub: the finder's rules are in :mod:`radixbench.cache.sglang.finder`) from a
 package folder, the installed one or a checkout's; no SGLang code is copied into radixbench.
 :func:`exec_user_class` runs a user's file (a subclass under review) against a load.
 
@@ -12,11 +12,11 @@ objects. No bytecode is written (a checkout under review stays untouched). Limit
 ``import`` run later inside an SGLang function resolves against whatever ``sys.modules`` holds
 then; run such code inside ``activated(loaded.modules)``.
 
-The sets: ``RADIX_CACHE`` (:mod:`radixbench.cache.sglang_loader`, the classic ``RadixCache``),
-``UNIFIED_RADIX_CACHE`` (:mod:`radixbench.cache.sglang_unified`, the served
+The sets: ``RADIX_CACHE`` (:mod:`radixbench.cache.sglang.legacy_load`, the classic ``RadixCache``),
+``UNIFIED_RADIX_CACHE`` (:mod:`radixbench.cache.sglang.unified_load`, the served
 ``UnifiedRadixCache`` and its tree cores) and ``ALLOCATOR_MODULES`` (:mod:`radixbench.bench.alloc`,
 SGLang's KV allocators). Where a load's package is and which version it is:
-:mod:`radixbench.cache.sglang_package`.
+:mod:`radixbench.cache.sglang.package`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from radixbench.cache.sglang_finder import ModuleSet, SGLangFinder, is_sglang
+from radixbench.cache.sglang.finder import ModuleSet, SGLangFinder, is_sglang
 
 
 class SGLangLoadError(ValueError):
@@ -95,7 +95,7 @@ def load_modules(spec: str, pkg_dir: Path, modules: ModuleSet) -> LoadedModules:
     """Import ``modules.real`` (in order), then ``modules.optional``, from the sglang package
     folder ``pkg_dir`` in isolation: ``sys.modules``'s ``sglang*`` entries are set aside and put
     back, no bytecode is written, every ``sglang.*`` import is answered by ``modules`` (the
-    rules of :mod:`radixbench.cache.sglang_finder`). Mutates ``sys.modules``,
+    rules of :mod:`radixbench.cache.sglang.finder`). Mutates ``sys.modules``,
     ``sys.meta_path`` and ``sys.dont_write_bytecode`` only while it runs. Raises
     ``SGLangLoadError`` (one line: ``"<spec>: cannot import NAME from PKG_DIR: <error>"``) when
     a ``real`` module fails to import; an ``optional`` one's failure goes to ``failed``."""

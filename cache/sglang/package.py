@@ -1,10 +1,10 @@
 """Which sglang package a load runs (the installed one or a checkout's) and its version.
 
 :func:`package_dir` finds the package folder and names it; :func:`load_package` checks its
-version against :data:`SUPPORTED` and loads a :class:`~radixbench.cache.sglang_finder.ModuleSet`
-from it with :func:`~radixbench.cache.sglang_modules.load_modules`. The loads:
-:mod:`radixbench.cache.sglang_loader` (the classic ``RadixCache``) and
-:mod:`radixbench.cache.sglang_unified` (the served ``UnifiedRadixCache``). Locating a package
+version against :data:`SUPPORTED` and loads a :class:`~radixbench.cache.sglang.finder.ModuleSet`
+from it with :func:`~radixbench.cache.sglang.loader.load_modules`. The loads:
+:mod:`radixbench.cache.sglang.legacy_load` (the classic ``RadixCache``) and
+:mod:`radixbench.cache.sglang.unified_load` (the served ``UnifiedRadixCache``). Locating a package
 and reading its version execute nothing of SGLang.
 """
 
@@ -15,8 +15,8 @@ import importlib.util
 import re
 from pathlib import Path
 
-from radixbench.cache.sglang_finder import ModuleSet
-from radixbench.cache.sglang_modules import (
+from radixbench.cache.sglang.finder import ModuleSet
+from radixbench.cache.sglang.loader import (
     LoadedModules,
     SGLangLoadError,
     load_modules,

@@ -3,21 +3,21 @@
 ``ServedSGLangCache`` builds the class of a ``LoadedUnified`` (``sglang_unified.load_unified``)
 as ``create_unified_radix_cache`` does for a full-attention model (``mem_cache/registry.py:149``:
 ``tree_components = (FULL,)``, no HiCache, no metrics; KV events only when ``config.kv_events``
-asks, :mod:`radixbench.cache.sglang_events`) with the load's tree core
+asks, :mod:`radixbench.cache.sglang.events`) with the load's tree core
 (``CacheInitParams.tree_core_backend``), and drives it as sglang 0.5.23's scheduler does (each
 method says which call it makes): inserts that free no duplicates (the caller frees them, as
 ``PrefixCache.insert`` says), checkpoints and releases as ``checkpoint_kv_cache`` /
 ``release_kv_cache`` (``mem_cache/common.py:271,400``), eviction through ``evict_for_alloc`` as
 the allocator's ``evict_to_free_tokens`` (``allocator/base.py:155``), lock releases with the
 receipt each ``inc_lock_ref`` returned (a node handle alone cannot release a unified lock).
-What SGLang sees of radixbench's pools and requests: :mod:`radixbench.cache.sglang_shims`.
+What SGLang sees of radixbench's pools and requests: :mod:`radixbench.cache.sglang.shims`.
 
 Determinism: the Python core keeps process-wide state (access clock, node ids, lock uuids);
 each adapter keeps its own copies and swaps them in for every call (``ServedState``,
-:mod:`radixbench.cache.sglang_process_state`), so caches of one process do not perturb each
+:mod:`radixbench.cache.sglang.process_state`), so caches of one process do not perturb each
 other. Node ids are reported renumbered as radixbench's (root 0, tree nodes from 1 in creation
 order), and with the Rust core tree shape and counts come from a ``TreeShadow``
-(``ServedTree``, :mod:`radixbench.cache.sglang_served_tree`). Adapters of one load may be
+(``ServedTree``, :mod:`radixbench.cache.sglang.served_tree`). Adapters of one load may be
 interleaved in one thread, not across threads.
 """
 
@@ -32,10 +32,10 @@ from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
 from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats, time_standard_ops
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang_process_state import ServedState
-from radixbench.cache.sglang_report import INNER_OPS, impl_info, timed_inner_ops
-from radixbench.cache.sglang_served_tree import ServedTree
-from radixbench.cache.sglang_shims import (
+from radixbench.cache.sglang.process_state import ServedState
+from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
+from radixbench.cache.sglang.served_tree import ServedTree
+from radixbench.cache.sglang.shims import (
     ReqToTokenShim,
     ServedAllocatorShim,
     ServedReqProxy,
@@ -43,8 +43,8 @@ from radixbench.cache.sglang_shims import (
     sglang_key,
     write_back,
 )
-from radixbench.cache.sglang_tree_core import built_core
-from radixbench.cache.sglang_unified import LoadedUnified
+from radixbench.cache.sglang.tree_core import built_core
+from radixbench.cache.sglang.unified_load import LoadedUnified
 
 #: ``get_eviction_strategy`` of sglang 0.5.23 (``mem_cache/utils.py``): all run on both cores.
 SERVED_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
@@ -91,7 +91,7 @@ class ServedSGLangCache:
         self._alloc_shim = ServedAllocatorShim(token_to_kv_pool_allocator, self.page_size)
         events: dict[str, Any] = {}
         if config.kv_events is not None:
-            from radixbench.cache.sglang_events import enable_native_hash, event_params
+            from radixbench.cache.sglang.events import enable_native_hash, event_params
 
             if loaded.core == "python":
                 enable_native_hash(loaded)
@@ -190,14 +190,14 @@ class ServedSGLangCache:
         construction."""
         if not self.kv_events:
             return []
-        from radixbench.cache.sglang_events import from_sglang
+        from radixbench.cache.sglang.events import from_sglang
 
         return [from_sglang(e) for e in self.sgl.take_events()]
 
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /
         ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as the cache calls them on itself
-        (one row per logical operation: :mod:`radixbench.cache.sglang_report`). Mutates this
+        (one row per logical operation: :mod:`radixbench.cache.sglang.report`). Mutates this
         adapter (its ``_inner`` table, through which ``ServedTree.hook`` routes those calls)."""
         time_standard_ops(self, timer)
         self._inner.update(timed_inner_ops(timer, self._raw, self.tree_stats))
@@ -322,7 +322,7 @@ class ServedSGLangCache:
 
     def release(self, req: Any, owned_len: int, checkpoint: bool) -> None:
         """``release_kv_cache`` (``common.py:400-444``) for a FULL tree
-        (:func:`~radixbench.cache.sglang_shims.release_kv_cache`): with ``checkpoint`` the final
+        (:func:`~radixbench.cache.sglang.shims.release_kv_cache`): with ``checkpoint`` the final
         checkpoint (``req.finished()`` true; untimed, as radixbench's helper); free a copy of
         ``req_to_token[row, cache_protected_len:owned_len]``; unlock; free the row. Raises
         ``RuntimeError`` without a ``ReqToTokenPool``."""

@@ -5,10 +5,10 @@ renumbers them as radixbench's (root 0, tree nodes 1, 2, ... in creation order: 
 mints ids from root + 1, the Python core's LRU sentinels take the ids after the root's), answers
 ``PrefixCache.tree_stats`` / ``walk`` in O(1) per node from the Python core's own nodes
 (``_node_arena``, ``evictable_device_leaves``, ``children``) or, for the Rust core, which has no
-node objects (``adapter.py:524-531``), from a :class:`~radixbench.cache.sglang_tree_shadow.
+node objects (``adapter.py:524-531``), from a :class:`~radixbench.cache.sglang.tree_shadow.
 TreeShadow` fed with the events of every call, and records the victims of each eviction
 (``_evict_device_leaf``, ``unified_radix_cache.py:918``). ``ServedSGLangCache``
-(:mod:`radixbench.cache.sglang_served`) owns one per SGLang instance.
+(:mod:`radixbench.cache.sglang.served`) owns one per SGLang instance.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from radixbench.cache.sglang_process_state import ServedState
-from radixbench.cache.sglang_tree_shadow import TreeShadow
+from radixbench.cache.sglang.process_state import ServedState
+from radixbench.cache.sglang.tree_shadow import TreeShadow
 
 
 class ServedTree:

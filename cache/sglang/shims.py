@@ -1,8 +1,8 @@
 """radixbench's keys, pools and requests as SGLang's caches see them, and the request path
 both adapters share.
 
-SGLang's ``RadixCache`` (``SGLangCache``, :mod:`radixbench.cache.sglang_adapter`) and
-``UnifiedRadixCache`` (``ServedSGLangCache``, :mod:`radixbench.cache.sglang_served`) get
+SGLang's ``RadixCache`` (``SGLangCache``, :mod:`radixbench.cache.sglang.legacy`) and
+``UnifiedRadixCache`` (``ServedSGLangCache``, :mod:`radixbench.cache.sglang.served`) get
 SGLang ``RadixKey`` s of radixbench's keys (:func:`sglang_key`), are built on shims over
 radixbench's allocator and ``req_to_token`` table, and checkpoint proxies of radixbench's
 requests; :func:`release_kv_cache` is sglang 0.5.23's ``release_kv_cache``

@@ -19,7 +19,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from radixbench.cache.sglang_modules import SGLangLoadError, activated
+from radixbench.cache.sglang.loader import SGLangLoadError, activated
 
 #: ``--impl`` tree cores: ``auto`` (SGLang's rules) and ``python`` (forced).
 CORES = ("auto", "python")

@@ -4,12 +4,12 @@ sglang 0.5.23's scheduler builds its tree cache with ``default_radix_cache_facto
 ``create_unified_radix_cache`` (``mem_cache/registry.py:83,149``): a ``UnifiedRadixCache``
 (``mem_cache/unified_radix_cache.py:199``) whose tree core is picked by
 ``select_tree_core_backend`` (``unified_cache/tree_core_registry.py:124``; radixbench follows
-it in :mod:`radixbench.cache.sglang_tree_core`). The Rust core is the bundled extension
+it in :mod:`radixbench.cache.sglang.tree_core`). The Rust core is the bundled extension
 ``mem_cache/rust_tree_core/mem_cache*.so`` behind ``rust_tree_core/adapter.py``; the Python core
 is ``unified_cache/unified_tree_core.py``.
 
 ``load_unified(spec, core)`` executes :data:`UNIFIED_RADIX_CACHE` with the one SGLang loader
-(:func:`~radixbench.cache.sglang_modules.load_modules`; no SGLang code is copied): the modules
+(:func:`~radixbench.cache.sglang.loader.load_modules`; no SGLang code is copied): the modules
 of ``TOP_MODULES``, then the Rust adapter (``RUST_ADAPTER``, optional: its failure is the
 reason the Python core is chosen), each from its source file, and what they import: under
 ``REAL_PACKAGES`` from the source files too, the compiled extension (``RUST_EXTENSION``) by
@@ -48,15 +48,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
-from radixbench.cache.sglang_finder import ModuleSet, SourceFunctions
-from radixbench.cache.sglang_modules import (
+from radixbench.cache.sglang.finder import ModuleSet, SourceFunctions
+from radixbench.cache.sglang.loader import (
     SGLangLoadError,
     activated,
     exec_user_class,
     user_file,
 )
-from radixbench.cache.sglang_package import load_package, package_dir
-from radixbench.cache.sglang_tree_core import CORES, choose_core
+from radixbench.cache.sglang.package import load_package, package_dir
+from radixbench.cache.sglang.tree_core import CORES, choose_core
 
 #: Imported (in this order) by a load: the cache, both tree cores' Python sides, what the tree
 #: core registry imports at construction time. Their own imports are served by the finder.

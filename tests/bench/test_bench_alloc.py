@@ -130,9 +130,9 @@ def test_spec_rejects_nonpositive_sizes() -> None:
 def test_allocators_load_through_the_one_sglang_loader() -> None:
     """The allocators come from ``sglang_modules.load_modules`` (its finder, stubs and isolation):
     the stubs' working attributes work, any other stubbed attribute raises when called."""
-    from radixbench.cache.sglang_finder import SGLangStubError
-    from radixbench.cache.sglang_modules import load_modules
-    from radixbench.cache.sglang_package import installed_dir
+    from radixbench.cache.sglang.finder import SGLangStubError
+    from radixbench.cache.sglang.loader import load_modules
+    from radixbench.cache.sglang.package import installed_dir
 
     sglang_or_skip()
     before = {k for k in sys.modules if k.split(".")[0] == "sglang"}

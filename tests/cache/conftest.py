@@ -129,7 +129,7 @@ def load_sglang_or_skip() -> Any:
     if not _SGLANG_LOADED:
         if importlib.util.find_spec("sglang") is None:
             pytest.skip("sglang is not installed (make install): SGLang comparison skipped")
-        from radixbench.cache.sglang_loader import load_sglang
+        from radixbench.cache.sglang.legacy_load import load_sglang
 
         _SGLANG_LOADED.append(load_sglang("sglang"))
     return _SGLANG_LOADED[0]
@@ -153,7 +153,7 @@ def build_sglang(
 ) -> tuple[Any, TokenToKVPoolAllocator]:
     """sglang 0.5.23's ``RadixCache`` behind ``SGLangCache``, with ``build_cache``'s arguments
     (default clock: a counter from 1, as radixbench's)."""
-    from radixbench.cache.sglang_adapter import SGLangCache
+    from radixbench.cache.sglang.legacy import SGLangCache
 
     loaded = load_sglang_or_skip()
     alloc = make_allocator(kv_size, page_size) if paged_alloc else TokenToKVPoolAllocator(kv_size)

@@ -90,8 +90,8 @@ def test_abort_and_empty_leave_no_file(tmp_path: Path) -> None:
 def test_round_trip_through_sglang_classes(tmp_path: Path, page: int) -> None:
     """Every batch decodes as sglang 0.5.23's ``KVEventBatch`` (msgspec, typed: tagged events,
     array-like batch) and re-encodes to the same bytes."""
-    from radixbench.cache.sglang_loader import SGLangLoadError
-    from radixbench.cache.sglang_unified import load_unified
+    from radixbench.cache.sglang.legacy_load import SGLangLoadError
+    from radixbench.cache.sglang.unified_load import load_unified
 
     try:
         kv = load_unified("sglang", "auto").modules["sglang.srt.disaggregation.kv_events"]

@@ -337,7 +337,7 @@ def build_pair(
         host_pool_tokens,
     )
     from radixbench.cache.paged_allocator import make_allocator
-    from radixbench.cache.sglang_hicache import ServedHiCache, load_hicache
+    from radixbench.cache.sglang.hicache import ServedHiCache, load_hicache
 
     dev = torch.device("cpu")
     st = (

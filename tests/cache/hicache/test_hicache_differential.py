@@ -3,7 +3,7 @@
 Seeded op streams (insert, match, load back, lock/unlock, evict device, evict host, complete
 transfers and poll events, prefetch from storage, admit) run in lockstep on radixbench's
 ``TieredRadixCache`` and on sglang's real ``UnifiedRadixCache`` with HiCache on, its I/O
-simulated (``radixbench.cache.sglang_hicache``). Compared after every op: the op's result
+simulated (``radixbench.cache.sglang.hicache``). Compared after every op: the op's result
 (matched device / host tokens and nodes, inserted prefix and adopted slots, device victims in
 order, host victims in order, loads, prefetch outcomes), the transfers each started, sizes,
 free device slots, host slots in use, and with the Python core every node's parent, length,

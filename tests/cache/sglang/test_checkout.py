@@ -23,9 +23,9 @@ from radixbench.cache import CacheConfig, RadixKey, ReqToTokenPool, TokenToKVPoo
 if importlib.util.find_spec("sglang") is None:
     pytest.skip("sglang is not installed (make install)", allow_module_level=True)
 
-from radixbench.cache.sglang_package import installed_dir
-from radixbench.cache.sglang_served import ServedSGLangCache
-from radixbench.cache.sglang_unified import RUST_EXTENSION, load_unified
+from radixbench.cache.sglang.package import installed_dir
+from radixbench.cache.sglang.served import ServedSGLangCache
+from radixbench.cache.sglang.unified_load import RUST_EXTENSION, load_unified
 
 INSTALLED = load_unified("sglang", "auto")
 if INSTALLED.core != "rust":

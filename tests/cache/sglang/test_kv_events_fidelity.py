@@ -5,7 +5,7 @@ radixbench's ``RadixCache`` (``KVEventRecorder``) and sglang 0.5.23's served
 (``KVCacheEventRecorder`` of ``mem_cache/events.py`` with the hash helpers of
 ``mem_cache/utils.py`` and ``disaggregation/kv_events.py``, its native page hash compiled from
 the installed ``hash_binding.cpp``) — all loaded from the installed package at run time, replay
-the operation streams of ``test_sglang_served_fidelity.py`` / ``test_sglang_fidelity.py``
+the operation streams of ``test_served_fidelity.py`` / ``test_legacy_fidelity.py``
 (inserts under memory pressure, matches, locks, evictions, request flows with checkpoints,
 finishes, retractions; keys in the default namespace, an ``extra_key`` and a ``cache_salt``)
 in lockstep, with events on. After EVERY operation each side's events are drained
@@ -38,8 +38,8 @@ from radixbench.cache.radix_cache import counter_clock
 if importlib.util.find_spec("sglang") is None:
     pytest.skip("sglang is not installed (make install)", allow_module_level=True)
 
-from radixbench.cache.sglang_loader import SGLangLoadError
-from radixbench.cache.sglang_served import ServedSGLangCache
+from radixbench.cache.sglang.legacy_load import SGLangLoadError
+from radixbench.cache.sglang.served import ServedSGLangCache
 
 
 def _sibling(name: str) -> Any:
@@ -52,7 +52,7 @@ def _sibling(name: str) -> Any:
     return module
 
 
-served = _sibling("test_sglang_served_fidelity.py")  # skips the module when sglang cannot load
+served = _sibling("test_served_fidelity.py")  # skips the module when sglang cannot load
 base = served.base
 RUST, PYTHON = served.RUST, served.PYTHON
 

@@ -1,4 +1,4 @@
-"""``radixbench.cache.sglang_adapter.SGLangCache``: sglang 0.5.23's ``RadixCache`` driven
+"""``radixbench.cache.sglang.legacy.SGLangCache``: sglang 0.5.23's ``RadixCache`` driven
 through radixbench's cache API over radixbench's allocator and request table.
 
 Skipped (with the reason shown by ``-ra``) when the ``sglang`` package is not installed.
@@ -24,8 +24,8 @@ if importlib.util.find_spec("sglang") is None:
 
 from radixbench.cache import CacheConfig, RadixKey, ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import make_allocator
-from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.cache.sglang_loader import LoadedSGLang, load_sglang
+from radixbench.cache.sglang.legacy import SGLangCache
+from radixbench.cache.sglang.legacy_load import LoadedSGLang, load_sglang
 
 KV = 1024
 

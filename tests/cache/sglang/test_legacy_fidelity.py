@@ -101,9 +101,9 @@ if importlib.util.find_spec("sglang") is None:
         allow_module_level=True,
     )
 
-from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.cache.sglang_loader import LoadedSGLang, load_sglang
-from radixbench.cache.sglang_modules import SGLangLoadError
+from radixbench.cache.sglang.legacy import SGLangCache
+from radixbench.cache.sglang.legacy_load import LoadedSGLang, load_sglang
+from radixbench.cache.sglang.loader import SGLangLoadError
 
 try:
     LOADED = load_sglang("sglang")

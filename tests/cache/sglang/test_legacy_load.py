@@ -1,4 +1,4 @@
-"""``radixbench.cache.sglang_loader``: loading sglang 0.5.23's real ``RadixCache``.
+"""``radixbench.cache.sglang.legacy_load``: loading sglang 0.5.23's real ``RadixCache``.
 
 Skipped (with the reason shown by ``-ra``) when the ``sglang`` package is not installed; ``make
 install`` installs ``sglang==0.5.23`` without its dependencies. Fake checkouts are copies of the
@@ -26,11 +26,11 @@ if importlib.util.find_spec("sglang") is None:
     )
 
 from radixbench.cache import CacheConfig, RadixKey, ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.sglang_adapter import SGLangCache
-from radixbench.cache.sglang_finder import SGLangStubError
-from radixbench.cache.sglang_loader import REAL_MODULES, load_sglang
-from radixbench.cache.sglang_modules import SGLangLoadError
-from radixbench.cache.sglang_package import SUPPORTED
+from radixbench.cache.sglang.finder import SGLangStubError
+from radixbench.cache.sglang.legacy import SGLangCache
+from radixbench.cache.sglang.legacy_load import REAL_MODULES, load_sglang
+from radixbench.cache.sglang.loader import SGLangLoadError
+from radixbench.cache.sglang.package import SUPPORTED
 
 
 def make_checkout(root: Path, version: str | None = None) -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from radixbench.cache.sglang_finder import ModuleSet, SGLangStubError, SourceFunctions
-from radixbench.cache.sglang_modules import (
+from radixbench.cache.sglang.finder import ModuleSet, SGLangStubError, SourceFunctions
+from radixbench.cache.sglang.loader import (
     SGLangLoadError,
     activated,
     exec_user_class,

@@ -17,8 +17,8 @@ from radixbench.cache.registry import ImplError, make_cache, resolve
 if importlib.util.find_spec("sglang") is None:
     pytest.skip("sglang is not installed (make install)", allow_module_level=True)
 
-from radixbench.cache.sglang_served import ServedSGLangCache
-from radixbench.cache.sglang_unified import load_unified
+from radixbench.cache.sglang.served import ServedSGLangCache
+from radixbench.cache.sglang.unified_load import load_unified
 
 UNIFIED_SUBCLASS = """
 from sglang.srt.mem_cache.unified_radix_cache import UnifiedRadixCache

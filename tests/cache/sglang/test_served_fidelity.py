@@ -7,7 +7,7 @@ after every operation.
 The streams, their decoding, the request flows (admit, chunked prefill, decode steps with
 checkpoints, finish = ``release(checkpoint=True)``, retraction = ``release(checkpoint=False)``,
 over-allocated pages freed after each) and the raw tree operations (insert under memory pressure,
-match, lock, unlock, evict) are those of ``test_sglang_fidelity.py`` (against the legacy
+match, lock, unlock, evict) are those of ``test_legacy_fidelity.py`` (against the legacy
 ``RadixCache``), loaded from that file. Each op runs on radixbench, on the Rust core and on the
 Python core, each with its own allocator, ``ReqToTokenPool`` and clock.
 
@@ -67,9 +67,9 @@ if importlib.util.find_spec("sglang") is None:
         allow_module_level=True,
     )
 
-from radixbench.cache.sglang_modules import SGLangLoadError
-from radixbench.cache.sglang_served import ServedSGLangCache
-from radixbench.cache.sglang_unified import load_unified
+from radixbench.cache.sglang.loader import SGLangLoadError
+from radixbench.cache.sglang.served import ServedSGLangCache
+from radixbench.cache.sglang.unified_load import load_unified
 
 try:
     RUST = load_unified("sglang", "auto")
@@ -81,7 +81,7 @@ if RUST.core != "rust":
 
 
 def _sibling(name: str) -> Any:
-    """``test_sglang_fidelity.py`` (streams, decoding, the driver), loaded under its own name."""
+    """``test_legacy_fidelity.py`` (streams, decoding, the driver), loaded under its own name."""
     path = Path(__file__).with_name(name)
     spec = importlib.util.spec_from_file_location(f"radixbench_tests_{path.stem}", path)
     assert spec is not None and spec.loader is not None
@@ -91,7 +91,7 @@ def _sibling(name: str) -> Any:
     return module
 
 
-base = _sibling("test_sglang_fidelity.py")
+base = _sibling("test_legacy_fidelity.py")
 
 PAGES = (1, 16)
 POLICY_NAMES = sorted(POLICIES)

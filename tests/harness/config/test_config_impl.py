@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 import torch
 
-from radixbench.cache import registry, sglang_loader
+from radixbench.cache import registry
 from radixbench.cache.impls import check_spec, default_label
+from radixbench.cache.sglang import legacy_load as sglang_loader
 from radixbench.harness.cli import build_parser, main
 from radixbench.harness.cli.compare import spec_from_args
 from radixbench.harness.config.grid import load_grid
