@@ -15,10 +15,12 @@ results returned, not side effects) and on ``BasePrefixCache`` (``mem_cache/base
   leaves), read before each timed call;
 * ``walk()`` gives the tree's shape as node ids (for the ``dfs-weight`` waiting-queue order);
   ``held_slots()`` the KV slots the tree holds (for the KV-pool accounting);
-* ``take_actions()`` is the outlet for what a cache asks of the world around it — KV events
-  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, :mod:`radixbench.cache.
-  kv_events`, when the cache's ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and
-  tier transfers (HiCache backup, load-back, prefetch: none yet);
+* capabilities are declared, never probed: ``take_actions()`` is the outlet for what a cache
+  asks of the world around it — KV events (``BlockStored`` / ``BlockRemoved`` /
+  ``AllBlocksCleared``, :mod:`radixbench.cache.kv_events`, when the cache's
+  ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and tier transfers (HiCache
+  backup, load-back, prefetch); ``tiers`` is the cache's HiCache entry points
+  (:class:`TierOps`) or ``None`` for a one-tier cache;
 * ``instrument(timer)`` lets the implementation put the timer around its own operations, once,
   where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly).
 
@@ -50,6 +52,7 @@ __all__ = [
     "NodeHandle",
     "OpTimer",
     "PrefixCache",
+    "TierOps",
     "TreeStats",
     "time_standard_ops",
 ]
@@ -68,12 +71,18 @@ R = TypeVar("R")
 
 class MatchResult(NamedTuple):
     """``device_indices``: int64 ``[prefix_len]`` KV slots of the matched prefix on the device;
-    ``last_node``: handle of the deepest matched node (the root when nothing matched);
-    ``prefix_len``: matched tokens (whole pages)."""
+    ``last_node``: handle of the deepest matched node holding its KV on the device (the root
+    when nothing matched); ``prefix_len``: matched tokens (whole pages). A cache with tiers
+    (``PrefixCache.tiers``) adds its host part, as sglang 0.5.23's ``MatchResult``
+    (``mem_cache/base_prefix_cache.py``): ``host_hit_length``, tokens matched past
+    ``prefix_len`` whose KV is on the host only, and ``best_node``, the deepest matched node on
+    either tier (``None`` for a one-tier cache)."""
 
     device_indices: torch.Tensor
     last_node: NodeHandle
     prefix_len: int
+    host_hit_length: int = 0
+    best_node: NodeHandle = None
 
 
 class EvictResult(NamedTuple):
@@ -146,17 +155,34 @@ class ImplInfo:
 class CacheReq(Protocol):
     """What ``checkpoint`` / ``release`` read and write of a request: the fields of sglang
     0.5.23's ``Req`` and its ``req.kv`` record that ``RadixCache.checkpoint`` and
-    ``release_kv_cache`` use, flattened. ``lock`` is the handle the cache's ``lock`` returned
+    ``release_kv_cache`` use, flattened: ``checkpoint`` / ``release`` set the four attributes
+    and only read the four properties. ``lock`` is the handle the cache's ``lock`` returned
     (``None`` when nothing is locked); ``last_node`` the node handle it locks."""
 
-    req_pool_idx: int
-    extra_key: str | None
-    priority: int
-    origin_input_len: int
     cache_protected_len: int
     cache_inserted_len: int
     lock: LockHandle
     last_node: NodeHandle
+
+    @property
+    def req_pool_idx(self) -> int:
+        """The request's row of the ``ReqToTokenPool`` (read only)."""
+        ...
+
+    @property
+    def extra_key(self) -> str | None:
+        """The key's namespace (LoRA id...; read only)."""
+        ...
+
+    @property
+    def priority(self) -> int:
+        """Its scheduling priority (read only)."""
+        ...
+
+    @property
+    def origin_input_len(self) -> int:
+        """Prompt tokens (read only)."""
+        ...
 
     def token_ids(self, up_to: int | None = None) -> array:
         """``array('q')``: prompt followed by the output tokens so far (0.5.23
@@ -197,18 +223,66 @@ class OpTimer(Protocol):
     ) -> tuple[Callable[..., R], Callable[..., Any]]: ...
 
 
+class TierOps(Protocol):
+    """The HiCache entry points of a cache with host (and storage) tiers, as sglang 0.5.23's
+    scheduler calls them on its ``UnifiedRadixCache`` (``managers/scheduler.py``,
+    ``schedule_policy.py``); driven by ``radixbench.sim.tiers.TierDriver``. ``rid``: a
+    request id; ``match``: this cache's ``match_prefix`` result; times in simulated seconds.
+    Implementations: ``radixbench.cache.hicache.TieredRadixCache`` and SGLang's served cache
+    with HiCache on (``--impl sglang --enable-hierarchical-cache``)."""
+
+    def check_events(self) -> None:
+        """Apply the transfers completed so far (``check_hicache_events``). Mutates the tree."""
+        ...
+
+    def load_back(self, match: MatchResult) -> tuple[int, NodeHandle, torch.Tensor]:
+        """Load ``match``'s host part back to the device (``init_load_back``): ``(device prefix
+        tokens, last device node, their int64 KV slots)``, the match's own when nothing was
+        loaded. Mutates the tree and the allocator."""
+        ...
+
+    def start_loading(self) -> int:
+        """Start the loads queued by this batch's ``load_back`` calls as one operation
+        (``ready_to_load_host_cache``); returns its id."""
+        ...
+
+    def prefetch(self, rid: Any, match: MatchResult, tokens: Any, namespace: Any) -> None:
+        """Prefetch the part of ``tokens`` past ``match`` from storage (``_prefetch_kvcache``);
+        a no-op without storage."""
+        ...
+
+    def prefetch_ready(self, rid: Any, now: float) -> bool:
+        """Whether ``rid``'s prefetch may be cut now (``check_prefetch_progress``)."""
+        ...
+
+    def prefetch_deadline(self, rid: Any) -> float | None:
+        """When ``rid``'s prefetch times out (``None``: none in flight)."""
+        ...
+
+    def pop_prefetch_loaded(self, rid: Any) -> int:
+        """Tokens ``rid``'s prefetch brought from storage (``pop_prefetch_loaded_tokens``)."""
+        ...
+
+    def tier_stats(self) -> dict[str, int]:
+        """O(1): ``host_capacity_tokens``, ``host_used_tokens``, ``host_evictable_leaves``,
+        ``prefetches`` in flight."""
+        ...
+
+
 @runtime_checkable
 class PrefixCache(Protocol):
     """A radix prefix cache as the simulator drives it (sizes in tokens; see the module
     docstring for handles). Mutations are listed per method; every method may read the
-    implementation's clock. Implementations: ``radixbench.cache.radix_cache.RadixCache``,
-    ``radixbench.cache.sglang.legacy.SGLangCache`` and what :mod:`radixbench.cache.registry`
-    holds."""
+    implementation's clock. Implementations: what :mod:`radixbench.cache.registry` holds
+    (``radixbench.cache.radix_cache.RadixCache``, ``radixbench.cache.hicache.TieredRadixCache``
+    and SGLang's caches behind the adapters of ``radixbench.cache.sglang``)."""
 
     page_size: int
     device: torch.device
     allocator: TokenToKVPoolAllocator
     req_to_token_pool: ReqToTokenPool | None
+    #: the HiCache entry points the scheduler drives; ``None``: one tier (no HiCache)
+    tiers: TierOps | None
 
     def reset(self) -> None:
         """Drop the whole tree (KV slots are not freed: the caller clears the allocator)."""

@@ -88,6 +88,9 @@ class BlockRemoved(CacheAction):
 class AllBlocksCleared(CacheAction):
     """The whole tree was dropped (``reset``)."""
 
+    def __init__(self) -> None:  # no fields (what a dataclass without fields makes, typed)
+        pass
+
 
 KVEvent = BlockStored | BlockRemoved | AllBlocksCleared
 
@@ -182,7 +185,7 @@ def namespaced(block: int, seed: bytes | None) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def event_to_wire(event: KVEvent | Any) -> dict[str, Any]:
+def event_to_wire(event: Any) -> dict[str, Any]:
     """The msgpack/JSON map sglang 0.5.23's msgspec classes encode ``event`` as: tag ``type``
     (the class name), the required fields, the optional ones (defaults ``None``) only when set
     (``KVCacheEvent``: ``tag=True, omit_defaults=True``, ``kv_events.py:243-258``). Accepts

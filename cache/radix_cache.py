@@ -20,16 +20,25 @@ from typing import TextIO
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchResult
+from radixbench.cache.config import CacheConfig
 from radixbench.cache.evictor import make_evictor
-from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats
+from radixbench.cache.interface import (
+    CacheAction,
+    CacheReq,
+    EvictResult,
+    ImplInfo,
+    MatchResult,
+    OpTimer,
+    TierOps,
+    TreeStats,
+)
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.kv_recorder import KVEventRecorder
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
 from radixbench.cache.policy import make_policy
 
-__all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
+__all__ = ["RadixCache", "counter_clock"]
 
 
 def counter_clock(start: int = 1) -> Callable[[], int]:
@@ -48,6 +57,9 @@ class RadixCache:
     creation time; once per match and per insert); must return ints that never decrease
     (the packed heaps need ints). Default: ``counter_clock()``, so runs are reproducible.
     """
+
+    #: one tier (``PrefixCache.tiers``); radixbench's cache with HiCache is ``TieredRadixCache``
+    tiers: TierOps | None = None
 
     def __init__(
         self,
@@ -398,7 +410,7 @@ class RadixCache:
                 self._refresh(node)
             else:
                 node.lock_ref += 1
-            node = node.parent
+            node = node.parent  # type: ignore[assignment]  # below the root: never None
         return delta
 
     def dec_lock_ref(self, node: TreeNode) -> int:
@@ -418,7 +430,7 @@ class RadixCache:
                 raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
             else:
                 node.lock_ref -= 1
-            node = node.parent
+            node = node.parent  # type: ignore[assignment]  # below the root: never None
         return delta
 
     # ------------------------------------------------------------------ evict

@@ -23,7 +23,8 @@ from radixbench.cache.key import RadixKey
 
 if TYPE_CHECKING:
     from radixbench.cache.allocator import ReqToTokenPool
-    from radixbench.cache.radix_cache import CacheReq, RadixCache
+    from radixbench.cache.interface import CacheReq
+    from radixbench.cache.radix_cache import RadixCache
 
 #: SGLang clamps the prompt split's ``priority + 1`` to int64's max.
 _INT64_MAX = (1 << 63) - 1

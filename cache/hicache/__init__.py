@@ -28,7 +28,6 @@ from radixbench.cache.hicache.config import (
     StorageConfig,
     host_pool_tokens,
 )
-from radixbench.cache.hicache.tree import TierMatch
 
 __all__ = [
     "PREFETCH_POLICIES",
@@ -36,7 +35,6 @@ __all__ = [
     "WRITE_POLICIES",
     "HiCacheConfig",
     "StorageConfig",
-    "TierMatch",
     "TieredRadixCache",
     "host_pool_tokens",
 ]

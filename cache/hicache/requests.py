@@ -19,8 +19,8 @@ from radixbench.cache.key import RadixKey
 from radixbench.cache.requests import _INT64_MAX, _pool
 
 if TYPE_CHECKING:
-    from radixbench.cache.config import CacheReq
     from radixbench.cache.hicache.tree import TieredTree
+    from radixbench.cache.interface import CacheReq
 
 __all__ = ["checkpoint"]
 

@@ -34,30 +34,19 @@ The transfers, load-back, storage and the scheduler's entry points are in
 from __future__ import annotations
 
 import itertools
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
 from radixbench.cache.hicache.node import TieredNode
+from radixbench.cache.interface import MatchResult
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.node import TreeNode
 from radixbench.cache.radix_cache import RadixCache
 
-__all__ = ["TierMatch", "TieredTree"]
+__all__ = ["TieredTree"]
 
 _host_uuids = itertools.count(1)
-
-
-class TierMatch(NamedTuple):
-    """A match on a tiered tree: the device part as ``MatchResult`` (``device_indices``,
-    ``last_node``, ``prefix_len``), then ``host_hit_length`` (host-only tokens matched past it)
-    and ``best_node`` (the deepest matched node on either tier)."""
-
-    device_indices: torch.Tensor
-    last_node: Any
-    prefix_len: int
-    host_hit_length: int = 0
-    best_node: Any = None
 
 
 class TieredTree(RadixCache):
@@ -70,6 +59,9 @@ class TieredTree(RadixCache):
     threshold = 1
     storage_on = False
     hosts: Any
+    root: TieredNode
+    #: ids of the nodes the last host eviction dropped (``TransferOps.evict_host``)
+    host_victims: list[int]
     #: ``[start, end)`` token ranges of the last ``insert``'s key whose slots the tree adopted
     #: (host-only nodes given the request's device slots); the caller must not free them.
     adopted: list[tuple[int, int]]
@@ -151,7 +143,7 @@ class TieredTree(RadixCache):
         return torch.cat(values) if values else self._empty
 
     # ------------------------------------------------------------------ match
-    def match_prefix(self, key: RadixKey) -> TierMatch:
+    def match_prefix(self, key: RadixKey) -> MatchResult:
         """Longest cached prefix of ``key`` on either tier, whole pages (module docstring).
         Mutates access times (the root and every walked node: one clock reading) and may split
         one node; never sizes or locks."""
@@ -160,7 +152,7 @@ class TieredTree(RadixCache):
         limit = len(key) // page * page
         node: TreeNode = self.root
         if limit == 0:
-            return TierMatch(self._empty, node, 0, 0, node)
+            return MatchResult(self._empty, node, 0, 0, node)
         now = self.clock()
         node.last_access_time = now
         values: list[torch.Tensor] = []
@@ -191,7 +183,7 @@ class TieredTree(RadixCache):
                 dev_node, dev_len = child, offset
             node = child
         indices = torch.cat(values) if values else self._empty
-        return TierMatch(indices, dev_node, dev_len, offset - dev_len, node)
+        return MatchResult(indices, dev_node, dev_len, offset - dev_len, node)
 
     def _split_node(self, child: TreeNode, split_len: int) -> TreeNode:
         """``UnifiedTreeCore._split_node`` (``:1467-1530``) on both tiers: values, host values
@@ -203,7 +195,7 @@ class TieredTree(RadixCache):
         assert parent is not None
         page, extra = self.page_size, c.key.namespace
         dev = None if c.value is None else c.value[:split_len].clone()
-        new: TieredNode = self._new_node(c.key[:split_len], dev, parent)  # type: ignore[arg-type]
+        new: TieredNode = self._new_node(c.key[:split_len], dev, parent)
         new.lock_ref = c.lock_ref
         new.host_lock_ref = c.host_lock_ref
         new.priority = c.priority

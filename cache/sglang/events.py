@@ -9,7 +9,7 @@ core the Rust extension hashes the pages and ``rust_tree_core/adapter.py:103-153
 events; with the Python core ``KVCacheEventRecorder`` (``mem_cache/events.py``) hashes them
 through ``compute_node_hash_values`` -> ``get_native_hash`` (``mem_cache/cpp_utils/
 native_hash.py``), which JIT-compiles sglang's own ``hash_binding.cpp`` with torch's C++
-extension builder on first use. Under ``sglang_unified``'s isolated load that import cannot
+extension builder on first use. Under ``unified_load``'s isolated load that import cannot
 reach ``sglang.srt.utils.cpp_extension_loader``; :func:`enable_native_hash` compiles the same
 source with the same flags (``native_hash.py:31-41``) through ``torch.utils.cpp_extension.load``
 and hands the module to the load's ``native_hash``. Nothing of SGLang is copied: its file is
@@ -57,7 +57,7 @@ def _avx2() -> bool:
 
 
 def enable_native_hash(loaded: Any) -> None:
-    """Make the Python tree core of ``loaded`` (a ``LoadedUnified``) able to hash pages: compile
+    """Make the Python tree core of ``loaded`` (a ``Loaded``) able to hash pages: compile
     ``srt/mem_cache/cpp_utils/hash_binding.cpp`` of its package once per process (cached on
     disk under ``$RADIXBENCH_EXTENSIONS`` or ``~/.cache/radixbench/torch_extensions``, keyed by
     the file's sha256) and make the load's ``native_hash._load_native_hash_module`` return it.
@@ -118,10 +118,12 @@ def from_sglang(event: Any) -> KVEvent:
     dataclass (the medium enum as its string). Raises ``TypeError`` for anything else."""
     kind = type(event).__name__
     if kind == "BlockStored":
+        # ints, or [token, token] pairs of a bigram key
+        tokens: list[Any] = [list(t) if isinstance(t, tuple) else t for t in event.token_ids]
         return BlockStored(
             list(event.block_hashes),
             event.parent_block_hash,
-            [list(t) if isinstance(t, tuple) else t for t in event.token_ids],
+            tokens,
             int(event.block_size),
             event.lora_id,
             _medium(event.medium),

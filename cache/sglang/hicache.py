@@ -33,7 +33,7 @@ completing at the simulated times — the tree learns completions only through i
 * ``PollTimer`` (``utils/poll_timer.py``, ``time.perf_counter``) reads the simulated clock, so
   the ``timeout`` prefetch policy waits simulated seconds.
 
-This runs on a load of sglang's files of its own (``sglang_unified``'s loader, a second
+This runs on a load of sglang's files of its own (``unified_load``'s loader, a second
 time), whose module globals the stand-ins replace; the plain served cache's load is untouched.
 """
 
@@ -56,17 +56,17 @@ from radixbench.cache.hicache.config import HiCacheConfig
 from radixbench.cache.hicache.controller import SimController
 from radixbench.cache.hicache.host import HostPool
 from radixbench.cache.hicache.storage import SimStorage
-from radixbench.cache.hicache.tree import TierMatch
-from radixbench.cache.interface import CacheAction, OpTimer
+from radixbench.cache.interface import CacheAction, MatchResult, OpTimer
 from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang.loader import Loaded
 from radixbench.cache.sglang.served import ServedSGLangCache
-from radixbench.cache.sglang.unified_load import LoadedUnified, _load_package, load_unified
+from radixbench.cache.sglang.unified_load import _load_package, load_unified
 
 __all__ = ["HostGroup", "ServedHiCache", "load_hicache"]
 
 _ASSEMBLER = "sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler"
 _EXT_LOADER = "sglang.srt.utils.cpp_extension_loader"
-_LOADS: dict[tuple[str, str], LoadedUnified] = {}
+_LOADS: dict[tuple[str, str], Loaded] = {}
 
 
 class _Pending:
@@ -127,9 +127,9 @@ def _attach(cache: Any, params: Any, server_args: Any, **kw: Any) -> None:
     _Pending.attach(cache, kw)
 
 
-def _patch(loaded: LoadedUnified) -> None:
+def _patch(loaded: Loaded) -> None:
     """Install the stand-ins into ``loaded``'s modules (a load of its own)."""
-    mods = loaded.modules
+    mods: dict[str, Any] = loaded.modules  # the load's modules, given stand-ins here
     pkg = Path(loaded.origin)
     parse = _class_method(
         pkg / "srt/mem_cache/hybrid_cache/hybrid_cache_controller.py",
@@ -149,7 +149,7 @@ def _patch(loaded: LoadedUnified) -> None:
     ext = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ext)
     mods[_EXT_LOADER] = ext
-    urc = loaded.m["urc"]
+    urc: Any = loaded.m["urc"]
     for name in ("get_memory", "get_model", "get_observability", "get_disagg"):
         bag = name[4:]
         setattr(urc, name, lambda bag=bag: _Pending.bags[bag])
@@ -161,7 +161,7 @@ def _patch(loaded: LoadedUnified) -> None:
         native._load_native_hash_module()
 
 
-def load_hicache(spec: str, core: str = "auto", path: str | None = None) -> LoadedUnified:
+def load_hicache(spec: str, core: str = "auto", path: str | None = None) -> Loaded:
     """A load of sglang's ``UnifiedRadixCache`` (as ``load_unified``) with the HiCache stand-ins
     installed; cached per package folder and core."""
     base = load_unified(spec, core, path)
@@ -194,7 +194,7 @@ class ServedHiCache(ServedSGLangCache):
     other arguments as :class:`ServedSGLangCache` (no shape shadow: with host-only nodes the
     Rust core's node and leaf counts are not tracked and read 0)."""
 
-    def __init__(self, pool: Any, allocator: Any, config: Any, loaded: LoadedUnified) -> None:
+    def __init__(self, pool: Any, allocator: Any, config: Any, loaded: Loaded) -> None:
         hc: HiCacheConfig = config.hicache
         self.hicache = hc
         super().__init__(pool, allocator, config, loaded, shadow=False)
@@ -278,7 +278,7 @@ class ServedHiCache(ServedSGLangCache):
             raise NotImplementedError("walk: the Rust core with HiCache keeps no shape here")
         return super().walk()
 
-    def match_prefix(self, key: RadixKey) -> TierMatch:
+    def match_prefix(self, key: RadixKey) -> MatchResult:
         """``UnifiedRadixCache.match_prefix`` with its host part: ``host_hit_length`` and
         ``best_match_node``."""
         params = self._Match(key=self._key(key))
@@ -286,7 +286,7 @@ class ServedHiCache(ServedSGLangCache):
             r = self._raw["match_prefix"](params)
             node, n = r.last_device_node, r.device_prefix_len
             indices = self.sgl.path_device_indices(node)[:n]
-        return TierMatch(
+        return MatchResult(
             indices.to(torch.int64), node, int(n), int(r.host_hit_length), r.best_match_node
         )
 
@@ -351,7 +351,7 @@ class ServedHiCache(ServedSGLangCache):
         with self._state:
             self.sgl.check_hicache_events()
 
-    def load_back(self, match: TierMatch) -> tuple[int, Any, torch.Tensor]:
+    def load_back(self, match: MatchResult) -> tuple[int, Any, torch.Tensor]:
         """``init_load_back`` as ``PrefillAdder`` calls it for a match with a host hit."""
         if match.host_hit_length <= 0 and not self.core.is_full_device_evicted(match.best_node):
             return match.prefix_len, match.last_node, match.device_indices
@@ -371,7 +371,7 @@ class ServedHiCache(ServedSGLangCache):
         with self._state:
             return int(self.sgl.ready_to_load_host_cache())
 
-    def prefetch(self, rid: Any, match: TierMatch, tokens: Any, namespace: Any) -> None:
+    def prefetch(self, rid: Any, match: MatchResult, tokens: Any, namespace: Any) -> None:
         """``Scheduler._prefetch_kvcache`` (``managers/scheduler.py:3342-3392``)."""
         if not self.storage_on:
             return

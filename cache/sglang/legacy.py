@@ -1,7 +1,7 @@
 """Run SGLang's real ``RadixCache`` behind radixbench's cache API.
 
-``SGLangCache`` wraps an instance of the ``cache_class`` of a ``LoadedSGLang``
-(``sglang_loader.load_sglang``), built as the scheduler of sglang 0.5.23 builds it:
+``SGLangCache`` wraps an instance of the ``cache_class`` of a ``Loaded``
+(``legacy_load.load_sglang``), built as the scheduler of sglang 0.5.23 builds it:
 ``RadixCache(CacheInitParams(disable=False, req_to_token_pool=..., token_to_kv_pool_allocator=
 ..., page_size=..., eviction_policy=..., eviction_policy_config=...))``, and presents the API of
 ``radixbench.cache.radix_cache.RadixCache`` so the simulator drives both alike. Every tree
@@ -34,17 +34,19 @@ from typing import Any
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
+from radixbench.cache.config import CacheConfig
 from radixbench.cache.interface import (
     CacheAction,
+    EvictResult,
     ImplInfo,
+    MatchResult,
     OpTimer,
+    TierOps,
     TreeStats,
     time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang.legacy_load import LoadedSGLang
-from radixbench.cache.sglang.loader import SGLangLoadError
+from radixbench.cache.sglang.loader import Loaded, SGLangLoadError
 from radixbench.cache.sglang.process_state import LegacyState, install_time_shim
 from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
 from radixbench.cache.sglang.shims import (
@@ -73,12 +75,15 @@ class SGLangCache:
     ``loaded.cache_class.keeps_tlru_lengths`` is true). Sizes are in tokens.
     """
 
+    #: one tier: the classic ``RadixCache`` is not driven with HiCache
+    tiers: TierOps | None = None
+
     def __init__(
         self,
         req_to_token_pool: ReqToTokenPool | None,
         token_to_kv_pool_allocator: TokenToKVPoolAllocator,
         config: CacheConfig,
-        loaded: LoadedSGLang,
+        loaded: Loaded,
         clock: Callable[[], float] | None = None,
     ) -> None:
         tlru_ok = config.policy == "tlru" and getattr(
@@ -101,11 +106,11 @@ class SGLangCache:
         self.req_to_token_pool = req_to_token_pool
         self.device = torch.device(token_to_kv_pool_allocator.device)
         self.clock: Callable[[], float] = clock or itertools.count(1).__next__
-        mod = loaded.module
+        mod = loaded.m["radix"]
         self._RadixKey = mod.RadixKey
         # sglang 0.5.23's RadixKey takes ``limit`` (a cap without a copy); older ones do not.
         self._limit = "limit" in inspect.signature(mod.RadixKey).parameters
-        bpc = loaded.base_prefix_cache
+        bpc = loaded.m["bpc"]
         self._Match, self._Insert, self._Evict = (
             bpc.MatchPrefixParams,
             bpc.InsertParams,
@@ -114,7 +119,7 @@ class SGLangCache:
         shims = (install_time_shim(m) for m in (mod, loaded.user_module) if m is not None)
         self._state = LegacyState(mod.TreeNode, [s for s in shims if s is not None], self._clock)
         policy_config = dict(getattr(config, "policy_config", ()) or ()) or None
-        params = loaded.cache_init_params.CacheInitParams(
+        params = loaded.m["cip"].CacheInitParams(
             disable=False,
             req_to_token_pool=ReqToTokenShim(req_to_token_pool)
             if req_to_token_pool is not None

@@ -7,33 +7,30 @@ nothing); ``"sglang:PATH"``: a checkout's ``python/`` folder (``PATH/sglang``, o
 ``PATH/python/sglang``), so a branch under review runs as it is; ``"sglang:FILE.py:CLASS"``: a
 subclass (or replacement) of SGLang's ``RadixCache`` in FILE.py, run on the installed package.
 
-The load executes :data:`RADIX_CACHE`, a :class:`~radixbench.cache.sglang.loader.ModuleSet`,
+The load executes :data:`RADIX_CACHE`, a :class:`~radixbench.cache.sglang.finder.ModuleSet`,
 with the one SGLang loader (:func:`~radixbench.cache.sglang.loader.load_modules`): the modules of
 ``REAL_MODULES`` from their source files, synthetic packages for their parents (no package
 ``__init__.py`` runs: ``sglang/__init__.py``, ``sglang/srt/utils/__init__.py``... pull in triton,
 orjson, zmq...), stubs for ``STUBBED_MODULES`` (imported at module level, never called on the
 paths radixbench drives; their attributes raise ``SGLangStubError`` when called); any other
 ``sglang.*`` import raises ``ImportError``, so a version needing more is reported, not
-half-loaded. Each load's ``sglang.*`` modules are its own (``LoadedSGLang.modules``): the
-installed package and a checkout coexist in one process. Loads are cached by spec. Limitation:
-an ``import`` run inside an SGLang method resolves against whatever ``sys.modules`` holds then.
-The methods ``SGLangCache`` drives (``__init__`` without metrics, ``reset``, ``match_prefix``,
-``insert``, ``evict``, ``checkpoint``, ``inc_lock_ref``, ``dec_lock_ref``, ``lock``, ``unlock``,
-``path_device_indices`` and their helpers) run none in 0.5.23 (asserted by the tests); wrap a
-user CLASS that does in ``LoadedSGLang.activate()``.
+half-loaded. Each load's ``sglang.*`` modules are its own (``Loaded.modules``): the
+installed package and a checkout coexist in one process. Loads are cached by package folder.
+Limitation: an ``import`` run inside an SGLang method resolves against whatever
+``sys.modules`` holds then. The methods ``SGLangCache`` drives (``__init__`` without metrics,
+``reset``, ``match_prefix``, ``insert``, ``evict``, ``checkpoint``, ``inc_lock_ref``,
+``dec_lock_ref``, ``lock``, ``unlock``, ``path_device_indices`` and their helpers) run none
+in 0.5.23 (asserted by the tests); wrap a user CLASS that does in ``Loaded.activate()``.
 """
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 
 from radixbench.cache.sglang.finder import ModuleSet
 from radixbench.cache.sglang.loader import (
+    Loaded,
     SGLangLoadError,
-    activated,
     exec_user_class,
     user_file,
 )
@@ -75,49 +72,24 @@ REPLACEMENT_API: tuple[str, ...] = (
 #: SGLang's ``RadixCache`` and what it imports (:func:`load_sglang`).
 RADIX_CACHE = ModuleSet(REAL_MODULES, STUBBED_MODULES)
 
-_MODULES = ("radix_cache", "base_prefix_cache", "cache_init_params")
+_SHORT = {
+    "radix": "sglang.srt.mem_cache.radix_cache",
+    "bpc": "sglang.srt.mem_cache.base_prefix_cache",
+    "cip": "sglang.srt.mem_cache.cache_init_params",
+}
+_LOADS: dict[str, Loaded] = {}
 
 
-@dataclass(frozen=True, eq=False)
-class LoadedSGLang:
-    """One loaded spec. ``module``: its ``sglang.srt.mem_cache.radix_cache``; ``cache_class``:
-    ``RadixCache`` or the user's CLASS; ``base_prefix_cache`` (``MatchPrefixParams``,
-    ``InsertParams``, ``EvictParams``) and ``cache_init_params`` (``CacheInitParams``): its
-    modules; ``files``: sha256 (hex) of every source file executed, by path relative to the
-    package's parent folder (the user's FILE.py by its absolute path); ``modules``: all its
-    ``sglang.*`` modules (real, synthetic and stubs); ``user_module``: FILE.py's module."""
-
-    spec: str
-    label: str
-    version: str
-    origin: str
-    module: ModuleType
-    cache_class: type
-    base_prefix_cache: ModuleType
-    cache_init_params: ModuleType
-    files: dict[str, str]
-    modules: dict[str, ModuleType]
-    user_module: ModuleType | None = None
-
-    def activate(self) -> contextlib.AbstractContextManager[None]:
-        """Make this load's modules the ``sglang.*`` of ``sys.modules`` for a ``with`` block (for
-        code that imports at run time); restores the previous entries afterwards."""
-        return activated(self.modules)
-
-
-_LOADS: dict[str, LoadedSGLang] = {}
-
-
-def _load_package(spec: str, pkg_dir: Path, label: str) -> LoadedSGLang:
+def _load_package(spec: str, pkg_dir: Path, label: str) -> Loaded:
     version, loaded = load_package(spec, pkg_dir, RADIX_CACHE)
-    radix, bpc, cip = (loaded.modules[f"sglang.srt.mem_cache.{m}"] for m in _MODULES)
-    return LoadedSGLang(
-        spec, label, version, str(pkg_dir), radix, radix.RadixCache, bpc, cip, loaded.files,
+    m = {k: loaded.modules[v] for k, v in _SHORT.items()}
+    return Loaded(
+        spec, label, version, str(pkg_dir), m["radix"].RadixCache, m, loaded.files,
         loaded.modules,
     )  # fmt: skip
 
 
-def _load_user(spec: str, file: str, class_name: str) -> LoadedSGLang:
+def _load_user(spec: str, file: str, class_name: str) -> Loaded:
     path = user_file(spec, file)
     try:
         base = load_sglang("sglang")
@@ -132,42 +104,31 @@ def _load_user(spec: str, file: str, class_name: str) -> LoadedSGLang:
             f"{spec}: {class_name} is not a subclass of sglang's RadixCache and lacks "
             f"{', '.join(missing)}"
         )
-    files = {**base.files, str(path): digest}
-    label = f"sglang:{class_name}"
-    return replace(base, spec=spec, label=label, cache_class=cls, files=files, user_module=module)
+    return base.with_class(spec, f"sglang:{class_name}", cls, module, digest)
 
 
-def load_sglang(spec: str) -> LoadedSGLang:
+def load_sglang(spec: str) -> Loaded:
     """Load ``spec`` (``"sglang"``, ``"sglang:PATH"`` or ``"sglang:FILE.py:CLASS"``, see the
-    module docstring), or return the cached load of the same spec (paths resolved). Mutates
-    ``sys.modules`` only while loading (but for one entry per FILE.py, under a unique name).
-    Raises ``SGLangLoadError`` (one-line message) for a malformed spec, a missing package or
-    path, an unsupported version, an import failure, a FILE.py without CLASS or a CLASS that
-    neither subclasses SGLang's ``RadixCache`` nor defines ``REPLACEMENT_API``."""
+    module docstring), or return the cached load of the same package folder (or FILE.py and
+    CLASS). Mutates ``sys.modules`` only while loading (but for one entry per FILE.py, under a
+    unique name). Raises ``SGLangLoadError`` (one-line message) for a malformed spec, a missing
+    package or path, an unsupported version, an import failure, a FILE.py without CLASS or a
+    CLASS that neither subclasses SGLang's ``RadixCache`` nor defines ``REPLACEMENT_API``."""
     head, sep, rest = spec.partition(":")
     if head != "sglang" or (sep and not rest):
         raise SGLangLoadError(
             f"{spec}: not an SGLang spec (sglang, sglang:PATH or sglang:FILE.py:CLASS)"
         )
-    file = class_name = label = ""
-    pkg_dir = None
-    if not sep:
-        key = "sglang"
-    elif ".py:" in rest or rest.endswith(".py"):
+    if sep and (".py:" in rest or rest.endswith(".py")):
         file, _, class_name = rest.rpartition(":") if ".py:" in rest else (rest, "", "")
         if not class_name.isidentifier():
             raise SGLangLoadError(f"{spec}: give the class as sglang:FILE.py:CLASS")
         key = f"sglang:{Path(file).expanduser().resolve()}:{class_name}"
-    else:
-        pkg_dir, label = package_dir(spec, rest)
-        key = f"sglang:{pkg_dir}"
-    if key in _LOADS:
+        if key not in _LOADS:
+            _LOADS[key] = _load_user(spec, file, class_name)
         return _LOADS[key]
-    if pkg_dir is not None:
-        loaded = _load_package(spec, pkg_dir, label)
-    elif class_name:
-        loaded = _load_user(spec, file, class_name)
-    else:
-        loaded = _load_package(spec, *package_dir(spec, None))
-    _LOADS[key] = loaded
-    return loaded
+    pkg_dir, label = package_dir(spec, rest if sep else None)
+    key = f"sglang:{pkg_dir}"
+    if key not in _LOADS:
+        _LOADS[key] = _load_package(spec, pkg_dir, label)
+    return _LOADS[key]

@@ -4,6 +4,7 @@
 execute, what to stub: the finder's rules are in :mod:`radixbench.cache.sglang.finder`) from a
 package folder, the installed one or a checkout's; no SGLang code is copied into radixbench.
 :func:`exec_user_class` runs a user's file (a subclass under review) against a load.
+:class:`Loaded` is the one record of a loaded cache, whichever class it runs.
 
 Isolation: a load runs with the ``sglang*`` entries of ``sys.modules`` set aside (put back
 after, :func:`activated`); its own ``sglang.*`` modules are captured in the result and removed,
@@ -12,11 +13,11 @@ objects. No bytecode is written (a checkout under review stays untouched). Limit
 ``import`` run later inside an SGLang function resolves against whatever ``sys.modules`` holds
 then; run such code inside ``activated(loaded.modules)``.
 
-The sets: ``RADIX_CACHE`` (:mod:`radixbench.cache.sglang.legacy_load`, the classic ``RadixCache``),
-``UNIFIED_RADIX_CACHE`` (:mod:`radixbench.cache.sglang.unified_load`, the served
-``UnifiedRadixCache`` and its tree cores) and ``ALLOCATOR_MODULES`` (:mod:`radixbench.bench.alloc`,
-SGLang's KV allocators). Where a load's package is and which version it is:
-:mod:`radixbench.cache.sglang.package`.
+The sets: ``RADIX_CACHE`` (:mod:`radixbench.cache.sglang.legacy_load`, the classic
+``RadixCache``), ``UNIFIED_RADIX_CACHE`` (:mod:`radixbench.cache.sglang.unified_load`, the served
+``UnifiedRadixCache`` and its tree cores) and ``ALLOCATOR_MODULES``
+(:mod:`radixbench.cache.sglang.allocators`, SGLang's KV allocators). Where a load's package is
+and which version it is: :mod:`radixbench.cache.sglang.package`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -50,6 +51,51 @@ class LoadedModules:
     modules: dict[str, ModuleType]
     files: dict[str, str]
     failed: dict[str, str]
+
+
+@dataclass(frozen=True, eq=False)
+class Loaded:
+    """One loaded SGLang cache: ``spec`` / ``label`` (its name in messages and reports),
+    ``version``, ``origin`` (the package folder), ``cache_class`` (``RadixCache``,
+    ``UnifiedRadixCache`` or a user's class); ``m``: the load's modules by short name (both
+    loads: ``radix`` = ``radix_cache``, ``bpc`` = ``base_prefix_cache``, ``cip`` =
+    ``cache_init_params``; the served cache's also ``urc``, ``ct``, ``cbase``, ``utc``,
+    ``registry``, ``environ``); ``files``: sha256 (hex) of every file executed or loaded, by
+    path relative to the package's parent folder (a user's FILE.py by its absolute path);
+    ``modules``: all its ``sglang.*`` modules (real, synthetic, stubs); ``core``: the tree core
+    every cache of the load is built with (``rust`` / ``python``; ``""`` for the classic
+    ``RadixCache``, which has none) and ``core_reason`` (why); ``user_module``: FILE.py's
+    module."""
+
+    spec: str
+    label: str
+    version: str
+    origin: str
+    cache_class: type
+    m: dict[str, ModuleType]
+    files: dict[str, str]
+    modules: dict[str, ModuleType]
+    core: str = ""
+    core_reason: str = ""
+    user_module: ModuleType | None = None
+
+    def activate(self) -> contextlib.AbstractContextManager[None]:
+        """A context manager: this load's modules are the ``sglang.*`` of ``sys.modules`` for
+        the block (for code that imports at run time, e.g. tree-core construction); the
+        previous entries are put back afterwards."""
+        return activated(self.modules)
+
+    def with_class(
+        self, spec: str, label: str, cls: type, module: ModuleType | None = None, digest: str = ""
+    ) -> Loaded:
+        """This load named ``spec`` / ``label`` and running ``cls`` (a user's class from
+        ``module``, whose sha256 ``digest`` joins ``files``)."""
+        files = dict(self.files)
+        if module is not None:
+            files[str(Path(module.__file__ or ""))] = digest
+        return replace(
+            self, spec=spec, label=label, cache_class=cls, files=files, user_module=module
+        )
 
 
 def sha256_file(path: Path) -> str:

@@ -25,7 +25,7 @@ INNER_OPS = ("insert", "match_prefix", "inc_lock_ref", "dec_lock_ref")
 
 
 def impl_info(loaded: Any, tree_core: str = "", tree_core_reason: str = "") -> ImplInfo:
-    """The report's description of a load (a ``LoadedSGLang`` or ``LoadedUnified``): label,
+    """The report's description of a load (a ``Loaded``): label,
     spec, version, origin, class (``module.qualname``), the tree core and why it was chosen
     (served cache only), and a copy of ``files`` (sha256 by path)."""
     cls = loaded.cache_class

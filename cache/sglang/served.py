@@ -1,6 +1,6 @@
 """SGLang's served cache, ``UnifiedRadixCache`` (Rust or Python tree core), as a ``PrefixCache``.
 
-``ServedSGLangCache`` builds the class of a ``LoadedUnified`` (``sglang_unified.load_unified``)
+``ServedSGLangCache`` builds the class of a ``Loaded`` (``unified_load.load_unified``)
 as ``create_unified_radix_cache`` does for a full-attention model (``mem_cache/registry.py:149``:
 ``tree_components = (FULL,)``, no HiCache, no metrics; KV events only when ``config.kv_events``
 asks, :mod:`radixbench.cache.sglang.events`) with the load's tree core
@@ -29,9 +29,19 @@ from typing import Any
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig, EvictResult, MatchResult
-from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats, time_standard_ops
+from radixbench.cache.config import CacheConfig
+from radixbench.cache.interface import (
+    CacheAction,
+    EvictResult,
+    ImplInfo,
+    MatchResult,
+    OpTimer,
+    TierOps,
+    TreeStats,
+    time_standard_ops,
+)
 from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang.loader import Loaded
 from radixbench.cache.sglang.process_state import ServedState
 from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
 from radixbench.cache.sglang.served_tree import ServedTree
@@ -44,7 +54,6 @@ from radixbench.cache.sglang.shims import (
     write_back,
 )
 from radixbench.cache.sglang.tree_core import built_core
-from radixbench.cache.sglang.unified_load import LoadedUnified
 
 #: ``get_eviction_strategy`` of sglang 0.5.23 (``mem_cache/utils.py``): all run on both cores.
 SERVED_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
@@ -62,12 +71,15 @@ class ServedSGLangCache:
     ``ValueError`` (one line) for another policy. Sizes are in tokens; KV slots int64 tensors on
     the allocator's device."""
 
+    #: one tier; with HiCache on, the subclass ``ServedHiCache`` offers the tiers
+    tiers: TierOps | None = None
+
     def __init__(
         self,
         req_to_token_pool: ReqToTokenPool | None,
         token_to_kv_pool_allocator: TokenToKVPoolAllocator,
         config: CacheConfig,
-        loaded: LoadedUnified,
+        loaded: Loaded,
         shadow: bool | None = None,
     ) -> None:
         if config.policy not in SERVED_POLICIES:
@@ -185,7 +197,7 @@ class ServedSGLangCache:
     def take_actions(self) -> list[CacheAction]:
         """The real recorder's events since the last call (``UnifiedRadixCache.take_events``,
         as sglang's publisher drains them), as radixbench's dataclasses
-        (``sglang_events.from_sglang``); ``[]`` with events off (``config.kv_events`` None:
+        (``events.from_sglang``); ``[]`` with events off (``config.kv_events`` None:
         ``enable_kv_cache_events=False``). The first drain holds the ``AllBlocksCleared`` of
         construction."""
         if not self.kv_events:

@@ -77,7 +77,7 @@ def choose_core(
 
 def built_core(loaded: Any, sgl: Any, params: Any, m: dict[str, ModuleType]) -> tuple[str, str]:
     """``(tree core, why)`` of the built cache ``sgl`` (a ``UnifiedRadixCache`` of ``loaded``,
-    a ``LoadedUnified``, built from ``params``): the load's choice (``loaded.core``,
+    a ``Loaded``, built from ``params``): the load's choice (``loaded.core``,
     ``loaded.core_reason``) when the instance runs it; else the core it runs, with SGLang's own
     fallback reason for ``params`` carrying the instance's non-default component classes (e.g.
     "custom components require the Python TreeCore"), run on the load's modules (``m``: by short

@@ -26,7 +26,7 @@ Two stubs carry real SGLang functions compiled alone from their source (``REAL_F
 
 ``core``: ``"auto"`` (SGLang's own rules; Rust when the extension loads, else Python with the
 reason), ``"python"`` (forced; the Rust adapter is not imported). The chosen core, why, and the
-sha256 of every file executed (the ``.so`` included) are in ``LoadedUnified``.
+sha256 of every file executed (the ``.so`` included) are in ``Loaded``.
 
 Which Rust extension: an auto load imports ``RUST_EXTENSION`` from the package folder first
 (``rust_tree_core/mem_cache*.so``, by Python's own finder), so a checkout's own build there is
@@ -42,16 +42,15 @@ that imports at run time (tree-core construction) runs inside ``activate()``.
 
 from __future__ import annotations
 
-import contextlib
 from array import array
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 from radixbench.cache.sglang.finder import ModuleSet, SourceFunctions
 from radixbench.cache.sglang.loader import (
+    Loaded,
     SGLangLoadError,
-    activated,
     exec_user_class,
     user_file,
 )
@@ -132,35 +131,6 @@ UNIFIED_RADIX_CACHE = ModuleSet(
 )
 
 
-@dataclass(frozen=True, eq=False)
-class LoadedUnified:
-    """One loaded spec. ``cache_class``: ``UnifiedRadixCache`` or the user's subclass;
-    ``core``: ``"rust"`` / ``"python"`` (what every cache of this load is built with) and
-    ``core_reason`` (why); ``m``: the load's modules by short name (``urc``, ``bpc``, ``cip``,
-    ``ct``, ``radix``, ``cbase`` = ``unified_cache.components.base``, ``utc`` =
-    ``unified_tree_core``, ``registry`` = ``tree_core_registry``); ``files``: sha256 of every
-    file executed or loaded, by path relative to the package's parent folder; ``modules``: all
-    its ``sglang.*`` modules."""
-
-    spec: str
-    label: str
-    version: str
-    origin: str
-    cache_class: type
-    core: str
-    core_reason: str
-    m: dict[str, ModuleType]
-    files: dict[str, str]
-    modules: dict[str, ModuleType]
-    user_module: ModuleType | None = None
-
-    def activate(self) -> contextlib.AbstractContextManager[None]:
-        """A context manager: this load's modules are the ``sglang.*`` of ``sys.modules`` for
-        the block (tree-core construction imports at run time); the previous entries are put
-        back afterwards."""
-        return activated(self.modules)
-
-
 _SHORT = {
     "urc": "sglang.srt.mem_cache.unified_radix_cache",
     "bpc": "sglang.srt.mem_cache.base_prefix_cache",
@@ -172,10 +142,10 @@ _SHORT = {
     "registry": "sglang.srt.mem_cache.unified_cache.tree_core_registry",
     "environ": "sglang.srt.environ",
 }
-_LOADS: dict[tuple[str, str], LoadedUnified] = {}
+_LOADS: dict[tuple[str, str], Loaded] = {}
 
 
-def _load_package(spec: str, pkg_dir: Path, label: str, core: str) -> LoadedUnified:
+def _load_package(spec: str, pkg_dir: Path, label: str, core: str) -> Loaded:
     module_set = UNIFIED_RADIX_CACHE
     if core == "python":
         module_set = replace(module_set, optional=())
@@ -190,8 +160,8 @@ def _load_package(spec: str, pkg_dir: Path, label: str, core: str) -> LoadedUnif
     if chosen == "rust":
         reason += f"; extension {_where(modules[RUST_EXTENSION], pkg_dir)}"
     cls = short["urc"].UnifiedRadixCache
-    return LoadedUnified(
-        spec, label, version, str(pkg_dir), cls, chosen, reason, short, loaded.files, modules
+    return Loaded(
+        spec, label, version, str(pkg_dir), cls, short, loaded.files, modules, chosen, reason
     )
 
 
@@ -205,7 +175,7 @@ def _where(module: ModuleType, pkg_dir: Path) -> str:
 
 
 def load_user_class(
-    spec: str, base: LoadedUnified, file: str, class_name: str
+    spec: str, base: Loaded, file: str, class_name: str
 ) -> tuple[type, ModuleType, str]:
     """Execute FILE.py against ``base``'s modules (as module
     ``radixbench_sglang_user_<stem>_<sha256[:12]>_<core>``, which stays in ``sys.modules``);
@@ -218,7 +188,7 @@ def load_user_class(
     )
 
 
-def load_unified(spec: str, core: str = "auto", path: str | None = None) -> LoadedUnified:
+def load_unified(spec: str, core: str = "auto", path: str | None = None) -> Loaded:
     """Load sglang's ``UnifiedRadixCache`` from the installed package (``path`` None) or a
     checkout's ``python/`` folder, with tree core ``core`` (``auto``: SGLang's rules; ``python``:
     forced); cached per (package folder, core). ``spec`` only names the load in messages and
@@ -235,29 +205,11 @@ def load_unified(spec: str, core: str = "auto", path: str | None = None) -> Load
     return loaded if loaded.spec == spec else replace(loaded, spec=spec)
 
 
-def with_class(
-    loaded: LoadedUnified,
-    spec: str,
-    label: str,
-    cls: type,
-    module: ModuleType | None = None,
-    digest: str = "",
-) -> LoadedUnified:
-    """``loaded`` named ``spec`` / ``label`` and running ``cls`` (a user's class from
-    ``module``, whose sha256 ``digest`` joins ``files``)."""
-    files = dict(loaded.files)
-    if module is not None:
-        files[str(Path(module.__file__ or ""))] = digest
-    return replace(loaded, spec=spec, label=label, cache_class=cls, files=files, user_module=module)
-
-
 __all__ = [
     "CORES",
     "REAL_FUNCTIONS",
     "STUBBED_MODULES",
     "UNIFIED_RADIX_CACHE",
-    "LoadedUnified",
     "load_unified",
     "load_user_class",
-    "with_class",
 ]

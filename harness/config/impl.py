@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from radixbench.cache import registry
+from radixbench.cache.registry import ImplError
 from radixbench.sim.config import Variant
 
 __all__ = [
     "Impl",
     "ImplError",
-    "check_policy",
     "impl_arg",
     "impl_help",
     "impl_variants",
@@ -46,10 +46,6 @@ def impl_help() -> str:
         "comma list of cache implementations: " + "; ".join(parts) + ". An implementation "
         "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>"
     )
-
-
-class ImplError(ValueError):
-    """An implementation spec cannot be used; the message is one line naming the spec."""
 
 
 @dataclass(frozen=True)
@@ -110,17 +106,6 @@ def impl_arg(text: str) -> list[str]:
     except ImplError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return specs
-
-
-def check_policy(impls: Iterable[Impl], policy: str) -> None:
-    """Raise :class:`ImplError` (one line) if an implementation cannot run eviction
-    ``policy`` (``registry.check_policy``: e.g. sglang 0.5.23's legacy ``RadixCache`` has no
-    ``tlru``, unless a user's class declares ``keeps_tlru_lengths = True``)."""
-    for impl in impls:
-        try:
-            registry.check_policy(impl.spec, policy)
-        except ValueError as e:
-            raise ImplError(_one_line(e)) from None
 
 
 def impl_variants(

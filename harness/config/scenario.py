@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from radixbench.cache.registry import check_policy
 from radixbench.harness.config.cluster_table import parse_cluster
-from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
+from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
@@ -105,7 +106,7 @@ def _reference(
         return None, ""
     try:
         (impl,) = resolve_impls([spec])
-        check_policy((impl,), policy)
+        check_policy(impl.spec, policy)
     except ImplError as exc:
         return None, f"the reference {spec} does not run here: {exc}"
     if impl.takes_algorithms:
@@ -138,7 +139,8 @@ def _variants(
         lists[key] = names
     try:
         impls = resolve_impls(lists["impls"])
-        check_policy(impls, policy)
+        for impl in impls:
+            check_policy(impl.spec, policy)
     except ImplError as exc:
         raise ScenarioError(file, "variants.impls", str(exc)) from None
     try:

@@ -25,18 +25,19 @@ if importlib.util.find_spec("sglang") is None:
 from radixbench.cache import CacheConfig, RadixKey, ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import make_allocator
 from radixbench.cache.sglang.legacy import SGLangCache
-from radixbench.cache.sglang.legacy_load import LoadedSGLang, load_sglang
+from radixbench.cache.sglang.legacy_load import load_sglang
+from radixbench.cache.sglang.loader import Loaded
 
 KV = 1024
 
 
 @pytest.fixture(scope="module")
-def loaded() -> LoadedSGLang:
+def loaded() -> Loaded:
     return load_sglang("sglang")
 
 
 def build(
-    loaded: LoadedSGLang, page_size: int = 1, policy: str = "lru", kv: int = KV
+    loaded: Loaded, page_size: int = 1, policy: str = "lru", kv: int = KV
 ) -> tuple[SGLangCache, TokenToKVPoolAllocator, ReqToTokenPool]:
     alloc = make_allocator(kv, page_size)
     pool = ReqToTokenPool(8, 512)
@@ -77,7 +78,7 @@ def check(cache: SGLangCache) -> None:
     assert cache.total_size() == evictable + protected == cache.sgl.total_size()
 
 
-def test_round_trip(loaded: LoadedSGLang) -> None:
+def test_round_trip(loaded: Loaded) -> None:
     cache, alloc, _ = build(loaded)
     assert cache.root.id == 0 and cache.num_nodes == 0
     assert put(cache, alloc, [1, 2, 3, 4, 5]) == 0  # node 1
@@ -104,7 +105,7 @@ def test_round_trip(loaded: LoadedSGLang) -> None:
     check(cache)
 
 
-def test_lock_ref_deltas(loaded: LoadedSGLang) -> None:
+def test_lock_ref_deltas(loaded: Loaded) -> None:
     cache, alloc, _ = build(loaded)
     put(cache, alloc, [1, 2, 3])
     put(cache, alloc, [1, 2, 4, 5])
@@ -146,7 +147,7 @@ def random_ops(cache: SGLangCache, alloc: TokenToKVPoolAllocator, seed: int, n: 
 
 
 @pytest.mark.parametrize("policy", ["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"])
-def test_counters_and_determinism(loaded: LoadedSGLang, policy: str) -> None:
+def test_counters_and_determinism(loaded: Loaded, policy: str) -> None:
     a, alloc_a, _ = build(loaded, policy=policy, kv=64)
     b, alloc_b, _ = build(loaded, policy=policy, kv=64)
     # Interleave the two adapters call by call: each call swaps in its own clock and ids.
@@ -158,7 +159,7 @@ def test_counters_and_determinism(loaded: LoadedSGLang, policy: str) -> None:
     assert any(isinstance(r, tuple) and len(r) == 2 and r[1] for r in ra)  # some victims
 
 
-def test_clock(loaded: LoadedSGLang) -> None:
+def test_clock(loaded: Loaded) -> None:
     ticks: list[int] = []
 
     def clock() -> float:
@@ -181,7 +182,7 @@ def test_clock(loaded: LoadedSGLang) -> None:
     assert cache.root.last_access_time == 105
 
 
-def test_rejects_bigram_and_tlru(loaded: LoadedSGLang) -> None:
+def test_rejects_bigram_and_tlru(loaded: Loaded) -> None:
     cache, _, _ = build(loaded)
     with pytest.raises(ValueError, match="bigram"):
         cache.match_prefix(RadixKey.bigram([1, 2, 3]))
@@ -231,7 +232,7 @@ def admit(
 
 
 @pytest.mark.parametrize("page_size", [1, 16])
-def test_checkpoint_and_release(loaded: LoadedSGLang, page_size: int) -> None:
+def test_checkpoint_and_release(loaded: Loaded, page_size: int) -> None:
     cache, alloc, pool = build(loaded, page_size=page_size)
     prompt = list(range(1, 41))
     a = admit(cache, alloc, pool, [*prompt, 50, 51, 52, 53, 54], 40)
@@ -269,7 +270,7 @@ def test_checkpoint_and_release(loaded: LoadedSGLang, page_size: int) -> None:
     check(cache)
 
 
-def test_implementation_info(loaded: LoadedSGLang) -> None:
+def test_implementation_info(loaded: Loaded) -> None:
     cache, _, _ = build(loaded)
     info = cache.info()
     assert info.label == "sglang" and info.version == "0.5.23"

@@ -1,5 +1,5 @@
 """Differential tests against real SGLang: radixbench's ``RadixCache`` and sglang 0.5.23's own
-``RadixCache`` (``sglang_loader.load_sglang("sglang")`` behind ``sglang_adapter.SGLangCache``)
+``RadixCache`` (``legacy_load.load_sglang("sglang")`` behind ``legacy.SGLangCache``)
 replay the same operation streams in lockstep and must agree after every operation.
 
 Streams (hypothesis-drawn, derandomised: every parametrization gets its own seed from its node
@@ -102,8 +102,8 @@ if importlib.util.find_spec("sglang") is None:
     )
 
 from radixbench.cache.sglang.legacy import SGLangCache
-from radixbench.cache.sglang.legacy_load import LoadedSGLang, load_sglang
-from radixbench.cache.sglang.loader import SGLangLoadError
+from radixbench.cache.sglang.legacy_load import load_sglang
+from radixbench.cache.sglang.loader import Loaded, SGLangLoadError
 
 try:
     LOADED = load_sglang("sglang")
@@ -157,7 +157,7 @@ STREAM = st.binary(min_size=OP_BYTES * OPS_PER_STREAM, max_size=OP_BYTES * OPS_P
 
 
 # --------------------------------------------------------------------------- T-LRU on SGLang
-def _sglang_function(loaded: LoadedSGLang, rel_path: str, name: str) -> Callable[..., Any]:
+def _sglang_function(loaded: Loaded, rel_path: str, name: str) -> Callable[..., Any]:
     """SGLang's own top-level function ``name`` of ``rel_path`` (under the loaded package),
     compiled alone from its source: used where the module cannot be imported without SGLang's
     serving dependencies (``unified_tree_core`` imports msgspec, hicache storage...)."""

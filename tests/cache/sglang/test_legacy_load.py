@@ -66,10 +66,10 @@ def test_load_installed() -> None:
     loaded = load_sglang("sglang")
     assert loaded.version == "0.5.23" and loaded.version in SUPPORTED
     assert loaded.label == "sglang" and loaded.spec == "sglang"
-    assert loaded.module.__name__ == "sglang.srt.mem_cache.radix_cache"
-    assert loaded.cache_class is loaded.module.RadixCache
-    assert hasattr(loaded.base_prefix_cache, "InsertParams")
-    assert hasattr(loaded.cache_init_params, "CacheInitParams")
+    assert loaded.m["radix"].__name__ == "sglang.srt.mem_cache.radix_cache"
+    assert loaded.cache_class is loaded.m["radix"].RadixCache
+    assert hasattr(loaded.m["bpc"], "InsertParams")
+    assert hasattr(loaded.m["cip"], "CacheInitParams")
     origin = Path(loaded.origin)
     for rel in (
         "sglang/srt/mem_cache/radix_cache.py",
@@ -94,7 +94,7 @@ def test_stubs_raise_when_called() -> None:
 def test_driven_methods_do_no_runtime_imports() -> None:
     """The methods SGLangCache drives resolve no import at run time (see the loader)."""
     loaded = load_sglang("sglang")
-    rc, base = loaded.module.RadixCache, loaded.base_prefix_cache.BasePrefixCache
+    rc, base = loaded.m["radix"].RadixCache, loaded.m["bpc"].BasePrefixCache
     methods = [
         getattr(rc, name)
         for name in (
@@ -108,7 +108,7 @@ def test_driven_methods_do_no_runtime_imports() -> None:
         base.lock,
         base.unlock,
         base.update_eviction_metrics,
-        loaded.module.TreeNode.__init__,
+        loaded.m["radix"].TreeNode.__init__,
     ]
     for fn in methods:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -124,9 +124,9 @@ def test_checkout_side_by_side(tmp_path: Path) -> None:
     assert checkout.label == "sglang@review-branch"
     assert checkout.version == "0.5.23"
     assert Path(checkout.origin) == path / "sglang"
-    assert checkout.module is not installed.module
+    assert checkout.m["radix"] is not installed.m["radix"]
     assert checkout.cache_class is not installed.cache_class
-    assert checkout.module.TreeNode is not installed.module.TreeNode
+    assert checkout.m["radix"].TreeNode is not installed.m["radix"].TreeNode
     assert checkout.files == installed.files  # same bytes, same relative paths
     assert sglang_in_sys_modules() == []
     assert one_op(checkout) == 3 and one_op(installed) == 3

@@ -1,4 +1,4 @@
-"""The one SGLang loader (``sglang_finder`` rules, ``sglang_modules.load_modules``) on a fake
+"""The one SGLang loader (``finder`` rules, ``loader.load_modules``) on a fake
 ``sglang`` package made under ``tmp_path``: every rule of a ``ModuleSet``, the files hashed, the
 isolation of ``sys.modules``, and a user file executed against a load. Needs no sglang."""
 

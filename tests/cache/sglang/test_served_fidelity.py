@@ -1,7 +1,7 @@
 """Differential tests against the cache sglang 0.5.23 serves: radixbench's ``RadixCache`` and
 ``UnifiedRadixCache`` with BOTH tree cores — Rust (the bundled extension) and Python — loaded
-from the installed package by ``sglang_unified.load_unified`` and driven through
-``sglang_served.ServedSGLangCache``, replay the same operation streams in lockstep and must agree
+from the installed package by ``unified_load.load_unified`` and driven through
+``served.ServedSGLangCache``, replay the same operation streams in lockstep and must agree
 after every operation.
 
 The streams, their decoding, the request flows (admit, chunked prefill, decode steps with

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from radixbench.cache import registry
-from radixbench.cache.impls import check_spec, default_label
-from radixbench.cache.sglang import legacy_load as sglang_loader
+from radixbench.cache.interface import ImplInfo
+from radixbench.cache.registry import check_spec, default_label
 from radixbench.harness.cli import build_parser, main
 from radixbench.harness.cli.compare import spec_from_args
 from radixbench.harness.config.grid import load_grid
@@ -40,10 +40,11 @@ from radixbench.workloads.sources import load_workload
 
 
 @pytest.fixture(scope="module")
-def sglang() -> sglang_loader.LoadedSGLang:
+def sglang() -> ImplInfo:
+    """What ``sglang-legacy`` loads (``origin``: the installed package's folder)."""
     try:
-        return sglang_loader.load_sglang("sglang")
-    except sglang_loader.SGLangLoadError as e:
+        return registry.resolve("sglang-legacy").info
+    except registry.ImplError as e:
         pytest.skip(f"sglang cannot be loaded, SGLang impl tests skipped: {e}")
 
 
@@ -213,9 +214,8 @@ def test_missing_package(tmp_path, capsys, monkeypatch) -> None:
         return None if name == "sglang" else real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    # no cached load of the installed package: the loader's, nor the implementation
-    # registry's (any earlier test that ran --impl sglang left one there)
-    monkeypatch.setattr(sglang_loader, "_LOADS", {})
+    # no cached load in the implementation registry (any earlier test that ran --impl sglang
+    # left one there); the loaders look the package up before their own caches
     monkeypatch.setattr(registry, "_RESOLVED", {})
     line = _one_line_error(["compare", "--impl", "sglang"], tmp_path, capsys)
     assert "--impl: sglang: sglang is not installed" in line

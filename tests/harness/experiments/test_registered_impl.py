@@ -34,6 +34,8 @@ class AlwaysMiss:
     """A prefix cache that caches nothing: every match misses, every insert keeps nothing,
     a request keeps its whole KV row until it is released."""
 
+    tiers = None  # one tier: no HiCache entry points
+
     def __init__(self, pool: Any, allocator: Any, config: Any) -> None:
         self.page_size = config.page_size
         self.allocator = allocator
