@@ -50,7 +50,8 @@ def time_cluster(requests: int | None, instances: int, router: str) -> dict[str,
         overrides["arrivals.max_requests"] = requests
     sc = load_scenario("mooncake-cluster", overrides)
     trace = load_requests(sc, None).requests
-    base = Variant(*VARIANT.split("/"))
+    evictor, matcher, flatten = VARIANT.split("/")
+    base = Variant(evictor, matcher, flatten)
     cpu = torch.device("cpu")
     w0, c0 = time.perf_counter(), time.process_time()
     if instances == 0:

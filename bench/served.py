@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from radixbench.bench.timing import interleaved_stats
+from radixbench.bench.timing import Timed, interleaved_stats
 from radixbench.cache import EVICTORS, MATCHERS, CacheConfig, RadixKey, TokenToKVPoolAllocator
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.registry import ImplError, make_cache, resolve
@@ -97,7 +97,7 @@ def _columns(sglang: list[str], axis: str) -> dict[str, Callable[[int], Any]]:
     names = sorted(EVICTORS) if axis == "evictor" else sorted(MATCHERS)
     cols: dict[str, Callable[[int], Any]] = {}
     for n in names:
-        kw = {axis: n}
+        kw: dict[str, Any] = {axis: n}
         cols[f"radixbench {n}"] = partial(_make, "radixbench", **kw)
     for spec in sglang:
         cols[SGLANG[spec]] = partial(_make, spec)
@@ -148,7 +148,7 @@ def bench_match(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     ]
     for shape, length, nodes in shapes:
         tokens = array("q", range(length))
-        fns = {}
+        fns: dict[str, Any] = {}  # closures binding their case by default arguments
         for name, factory in _columns(sglang, "matcher").items():
             cache = factory(length + 1)
             _path(cache, tokens, nodes)
@@ -174,7 +174,7 @@ def _bench_chat(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     chats = _chats(sessions, length)
     turn = 256
     queries = [RadixKey(c + array("q", range(i, i + 128))) for i, c in enumerate(chats)]
-    fns = {}
+    fns: dict[str, Any] = {}  # closures binding their case by default arguments
     for name, factory in _columns(sglang, "matcher").items():
         cache = factory(sessions * length + 1)
         for end in range(turn + 256, length + 1, turn):  # turn by turn: a node per turn
@@ -201,7 +201,7 @@ def bench_evict(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     for n in spec.evict_leaves:
         caches = {k: _leaves(f(n + 1), n) for k, f in _columns(sglang, "evictor").items()}
         victims: dict[str, list[tuple[int, ...]]] = {k: [] for k in caches}
-        fns = {
+        fns: dict[str, Any] = {
             k: lambda c=c, v=victims[k]: v.append(tuple(c.evict(spec.evict_k).victims))
             for k, c in caches.items()
         }
@@ -243,7 +243,9 @@ def bench_insert(spec: ServedSpec, sglang: list[str]) -> list[Row]:
         for k in keys:
             cache.insert(k, value)
 
-    fns = {k: _stream_fn(f, 2, work) for k, f in _columns(sglang, "matcher").items()}
+    fns: dict[str, Timed] = {
+        k: _stream_fn(f, 2, work) for k, f in _columns(sglang, "matcher").items()
+    }
     stats = interleaved_stats(fns, spec.reps, per=len(keys))
     return _rows("insert", stats, tokens=1000)
 
@@ -296,7 +298,9 @@ def bench_mixed(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     evictions = _serve(_make("radixbench", slots), requests)
     if not evictions:
         raise RuntimeError("bench served: the mixed stream never evicts")
-    fns = {k: _stream_fn(f, slots, lambda c: _serve(c, requests)) for k, f in factories.items()}
+    fns: dict[str, Timed] = {
+        k: _stream_fn(f, slots, lambda c: _serve(c, requests)) for k, f in factories.items()
+    }
     stats = interleaved_stats(fns, spec.reps, per=len(requests))
     return _rows("mixed", stats, requests=len(requests), evictions=evictions)
 

@@ -105,7 +105,8 @@ def time_trace(requests: int | None, variant: str) -> tuple[int, float, float, i
     torch.set_num_threads(1)
     trace = load_mooncake(max_requests=requests)
     cfg = SimConfig(cost=load_cost_model("llama-3.1-8b-h100"), clock="isolated")
-    v = Variant(*variant.split("/"))
+    evictor, matcher, flatten = variant.split("/")
+    v = Variant(evictor, matcher, flatten)
     w0, c0 = time.perf_counter(), time.process_time()
     res = run_variant(trace, cfg, v, torch.device("cpu"))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0

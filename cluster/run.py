@@ -237,7 +237,7 @@ class ClusterSim:
         metrics["wall_s"] = self.wall_ns * 1e-9
         metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
         axes = self.variant.axes()
-        with_axes = VariantSim._with_axes
+        with_axes: Callable[[Any, pd.DataFrame], pd.DataFrame] = VariantSim._with_axes
         return VariantResult(
             name,
             with_axes(self, reqs),

@@ -195,7 +195,7 @@ def point_rows(
         c_share = _shares(timeseries[timeseries["variant"] == cand], cand_ops, op, t0)
         tb, tc = both["ttft_s_b"].to_numpy(), both["ttft_s_c"].to_numpy()
         eb, ec = both["e2e_s_b"].to_numpy(), both["e2e_s_c"].to_numpy()
-        kw = {"n_resamples": n_resamples, "seed": seed}
+        kw: dict[str, Any] = {"n_resamples": n_resamples, "seed": seed}
         row: dict[str, Any] = {
             "family": family,
             "baseline": baseline,

@@ -63,8 +63,8 @@ def point_rows(
                 row[f"{name}_ratio"], row[f"{name}_lo"], row[f"{name}_hi"] = 1.0, math.nan, math.nan
         rows.append(row)
     base = next((r.get("baseline") for r in rows if r.get("baseline")), rows[0]["router"])
-    for r in rows:
-        r["baseline"] = base
+    for done_row in rows:
+        done_row["baseline"] = base
     return rows
 
 

@@ -33,7 +33,7 @@ def default_scenario_values(keys: list[str]) -> dict[str, str]:
     from radixbench.workloads.arrivals import Arrivals
 
     doc = tomllib.loads(resolve_scenario(DEFAULT_SCENARIO).read_text(encoding="utf-8"))
-    plain = {
+    plain: dict[str, dict[str, Any]] = {
         "arrivals": {f.name: f.default for f in dataclasses.fields(Arrivals)},
         "sim": {f.name: f.default for f in dataclasses.fields(SimConfig)},
         "variants": dict(_DEFAULT_VARIANTS),

@@ -242,18 +242,20 @@ def run_compare(
         meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         write_meta(run.tmp, meta)
         if cluster is None:
-            report = write_report(
-                run.tmp,
-                requests,
-                ops,
-                meta,
-                equivalence,
-                timeseries=timeseries,
-                metrics=metrics,
-                tables=tables,
-                render=full_report,
-                baseline=spec.baseline,
-                progress=progress,
+            report = dict(
+                write_report(
+                    run.tmp,
+                    requests,
+                    ops,
+                    meta,
+                    equivalence,
+                    timeseries=timeseries,
+                    metrics=metrics,
+                    tables=tables,
+                    render=full_report,
+                    baseline=spec.baseline,
+                    progress=progress,
+                )
             )
         else:
             load = pd.concat([s.load_frame() for s in sims], ignore_index=True)

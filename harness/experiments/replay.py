@@ -86,13 +86,17 @@ def run_replay(
         desc="replay",
         disable=None if progress is None else not progress,
     ) as bar:
+
+        def tick() -> None:
+            bar.update(1)
+
         result = replay(
             reqs,
             cap,
             page,
             policies,
             include_outputs=include_outputs,
-            on_request=lambda: bar.update(1),
+            on_request=tick,
             impls=[(i.spec, i.label) for i in resolved],
         )
     meta = RunMeta(

@@ -105,7 +105,9 @@ def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
     ops = read_table(folder, "summary_ops")
     var = read_table(folder, "summary_variants").set_index("variant")
     verdicts = read_table(folder, "verdicts")
-    loads = {ld.variant: ld for ld in load_check(tables["requests"], tables["timeseries"], meta)}
+    requests, timeseries = tables["requests"], tables["timeseries"]
+    assert requests is not None  # a finished cell has its requests table
+    loads = {ld.variant: ld for ld in load_check(requests, timeseries, meta)}
     rows = []
     for record in meta.variants:
         name = str(record["name"])
@@ -119,7 +121,8 @@ def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
             for stat in stats:
                 row[f"{op}_{stat}"] = float(sel[stat].iloc[0]) if len(sel) else float("nan")
         for stat in VARIANT_STATS:
-            row[stat] = float(var.loc[name, stat]) if name in var.index else float("nan")
+            cell_value: Any = var.loc[name, stat] if name in var.index else float("nan")
+            row[stat] = float(cell_value)
         load = loads.get(name)
         row["overloaded"] = bool(load is not None and load.overloaded)
         mine = verdicts[(verdicts["candidate"] == name) & verdicts["metric"].str.endswith(" ns")]
