@@ -22,7 +22,8 @@ results returned, not side effects) and on ``BasePrefixCache`` (``mem_cache/base
   backup, load-back, prefetch); ``tiers`` is the cache's HiCache entry points
   (:class:`TierOps`) or ``None`` for a one-tier cache;
 * ``instrument(timer)`` lets the implementation put the timer around its own operations, once,
-  where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly).
+  where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly); the
+  usual body is :func:`radixbench.cache.timing.time_standard_ops`.
 
 Implementations are registered by name in :mod:`radixbench.cache.registry`; a conformance
 test (tests/cache/test_interface.py) runs every registered implementation through this
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, TypeVar,
 
 if TYPE_CHECKING:
     import torch
+    from torch import Tensor
 
     from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
     from radixbench.cache.key import RadixKey
@@ -54,7 +56,6 @@ __all__ = [
     "PrefixCache",
     "TierOps",
     "TreeStats",
-    "time_standard_ops",
 ]
 
 #: A tree node as its implementation represents it (a ``TreeNode``, an SGLang node, an int id):
@@ -65,6 +66,11 @@ LockHandle: TypeAlias = Any
 #: ``(nodes excluding the root, tokens held, evictable leaves)``: a plain tuple, read before
 #: every timed operation (a named tuple costs more than the operation's bookkeeping).
 TreeStats: TypeAlias = tuple[int, int, int]
+
+#: Reads the condition an op row records, before the call (``PrefixCache.tree_stats``).
+StatsFn: TypeAlias = Callable[[], TreeStats]
+#: A call's recorded number, from its arguments (``key_len``) or its result (``result``).
+CountFn: TypeAlias = Callable[..., int]
 
 R = TypeVar("R")
 
@@ -203,21 +209,16 @@ class OpTimer(Protocol):
     second element) during that call."""
 
     def timed(
-        self,
-        op: str,
-        fn: Callable[..., R],
-        stats: Callable[[], TreeStats],
-        key_len: Callable[..., int],
-        result: Callable[..., int],
+        self, op: str, fn: Callable[..., R], stats: StatsFn, key_len: CountFn, result: CountFn
     ) -> Callable[..., R]: ...
 
     def timed_with_inner(
         self,
         op: str,
         fn: Callable[..., R],
-        stats: Callable[[], TreeStats],
-        key_len: Callable[..., int],
-        result: Callable[..., int],
+        stats: StatsFn,
+        key_len: CountFn,
+        result: CountFn,
         inner_op: str,
         inner_fn: Callable[..., Any],
     ) -> tuple[Callable[..., R], Callable[..., Any]]: ...
@@ -294,11 +295,7 @@ class PrefixCache(Protocol):
         ...
 
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """Insert ``key`` with KV slots ``value`` (int64 ``[>= len(key)]``); returns the tokens
         already cached. The slots of that prefix in ``value`` are duplicates that the *caller*
@@ -380,51 +377,3 @@ class PrefixCache(Protocol):
         ``match_prefix``, ``insert``, ``evict``, ``inc_lock_ref``, ``dec_lock_ref``,
         ``checkpoint``, ``release``, under those op names."""
         ...
-
-
-def _key_len(key: Any, *_: Any) -> int:
-    return len(key)
-
-
-def _no_key(*_: Any) -> int:
-    return 0
-
-
-def _asked(num_tokens: int) -> int:
-    return num_tokens
-
-
-def time_standard_ops(cache: Any, timer: OpTimer, *, kv_free_in_evict: bool = False) -> None:
-    """The usual ``PrefixCache.instrument``: wrap the instance's ``match_prefix``, ``insert``,
-    ``evict``, ``inc_lock_ref``, ``dec_lock_ref``, ``checkpoint`` and ``release`` with
-    ``timer`` (stats from ``cache.tree_stats``). Recorded ``key_len``: the key's tokens
-    (``evict``: tokens asked for; ``checkpoint``: ``up_to``; ``release``: ``owned_len``; lock
-    ops: 0); ``result``: matched / already-cached / evicted tokens, the size delta of a lock
-    op, 0 for ``checkpoint`` / ``release``. ``kv_free_in_evict``: also record after each
-    ``evict`` an ``evict_kv_free`` row timing ``cache.allocator.free`` inside it (the
-    allocator's ``free`` is wrapped on the instance). Mutates ``cache`` (and its allocator)."""
-    stats = cache.tree_stats
-    t = timer.timed
-    cache.match_prefix = t(
-        "match_prefix", cache.match_prefix, stats, _key_len, lambda r, *_: r.prefix_len
-    )
-    cache.insert = t("insert", cache.insert, stats, _key_len, lambda r, *_: r)
-    if kv_free_in_evict:
-        evict, free = timer.timed_with_inner(
-            "evict",
-            cache.evict,
-            stats,
-            _asked,
-            lambda r, *_: r.num_evicted,
-            "evict_kv_free",
-            cache.allocator.free,
-        )
-        cache.evict, cache.allocator.free = evict, free
-    else:
-        cache.evict = t("evict", cache.evict, stats, _asked, lambda r, *_: r.num_evicted)
-    cache.inc_lock_ref = t("inc_lock_ref", cache.inc_lock_ref, stats, _no_key, lambda r, *_: r)
-    cache.dec_lock_ref = t("dec_lock_ref", cache.dec_lock_ref, stats, _no_key, lambda r, *_: r)
-    cache.checkpoint = t(
-        "checkpoint", cache.checkpoint, stats, lambda r, up_to: up_to, lambda *_: 0
-    )
-    cache.release = t("release", cache.release, stats, lambda r, owned, ckpt: owned, lambda *_: 0)

@@ -33,9 +33,9 @@ from radixbench.cache.interface import (
     CacheReq,
     MatchResult,
     OpTimer,
-    time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
+from radixbench.cache.timing import time_standard_ops
 
 __all__ = ["TieredRadixCache"]
 
@@ -140,10 +140,11 @@ class TieredRadixCache(StorageOps):
     # ------------------------------------------------------------------ requests
     def checkpoint(self, req: CacheReq, up_to: int) -> None:
         """``RadixCache.checkpoint`` where the insert may adopt the request's slots for
-        host-only nodes: those are not freed as duplicates."""
-        from radixbench.cache.hicache.requests import checkpoint
+        host-only nodes: those are not freed as duplicates (``requests.checkpoint``'s
+        ``adopted``)."""
+        from radixbench.cache.requests import checkpoint
 
-        checkpoint(self, req, up_to)
+        checkpoint(self, req, up_to, adopted=lambda: list(self.adopted))
 
     def release(self, req: CacheReq, owned_len: int, checkpoint: bool) -> None:
         from radixbench.cache.requests import release

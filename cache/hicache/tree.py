@@ -17,10 +17,10 @@ both, mirroring the FULL component of sglang 0.5.23's ``UnifiedTreeCore`` with H
   first, locked until its ack (``_inc_hit_count_and_check``, ``_build_backup_kv_action``,
   ``_execute_and_commit_kv_backup``: ``:1104-1123,2622-2644``, ``unified_radix_cache.py:
   1681-1716``);
-* **locks**: ``inc_lock_ref`` also counts up the host-only segment at the bottom of the path
-  (no size moves; ``full.py:286-322``); host locks pin one node and release up to the node
-  that marks their boundary, which a split moves to the upper half (``full.py:270-283,
-  324-352``, ``redistribute_on_node_split``, ``:140-166``);
+* **locks** (:mod:`~radixbench.cache.hicache.locks`): ``inc_lock_ref`` also counts up the
+  host-only segment at the bottom of the path (no size moves; ``full.py:286-322``); host locks
+  pin one node and release up to the node that marks their boundary, which a split moves to the
+  upper half (``full.py:270-283, 324-352``, ``redistribute_on_node_split``, ``:140-166``);
 * **evicting a device leaf** demotes it when it has a host copy (its device slots freed, the
   node kept host-only), deletes it when it has none, and under ``write_back`` backs it up first,
   synchronously (``evict_device_leaf``, ``_demote``, ``:1788-1823,2090-2123``;
@@ -33,11 +33,12 @@ The transfers, load-back, storage and the scheduler's entry points are in
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import torch
+from torch import Tensor
 
+from radixbench.cache.hicache.locks import TierLocks
 from radixbench.cache.hicache.node import TieredNode
 from radixbench.cache.interface import MatchResult
 from radixbench.cache.key import RadixKey, child_key
@@ -46,10 +47,8 @@ from radixbench.cache.radix_cache import RadixCache
 
 __all__ = ["TieredTree"]
 
-_host_uuids = itertools.count(1)
 
-
-class TieredTree(RadixCache):
+class TieredTree(TierLocks, RadixCache):
     """The tree side (module docstring). Built by :class:`~radixbench.cache.hicache.ops.
     TieredRadixCache`, which sets ``write_back``, ``threshold`` (hits for a write-through
     backup), ``hosts`` (:class:`~radixbench.cache.hicache.host.HostTier`) and ``storage_on``
@@ -240,11 +239,7 @@ class TieredTree(RadixCache):
 
     # ------------------------------------------------------------------ insert
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """``RadixCache.insert`` with tiers (module docstring): returns the tokens already in
         the tree; the slots of ``adopted`` ranges of that prefix now belong to the tree, the
@@ -327,70 +322,6 @@ class TieredTree(RadixCache):
 
     def page_keys(self, node: TieredNode, parent: TieredNode) -> list[Any]:
         raise NotImplementedError
-
-    # ------------------------------------------------------------------ locks
-    def inc_lock_ref(self, node: TreeNode) -> int:
-        """Lock root..node: host-only nodes at the bottom count a holder without moving sizes;
-        device nodes move from evictable to protected on their first holder."""
-        delta = 0
-        root = self.root
-        while node is not root and node.value is None:
-            node.lock_ref += 1
-            self._refresh(node)
-            node = node.parent
-        while node is not root:
-            if node.lock_ref == 0:
-                n = len(node.key)
-                self.evictable_size_ -= n
-                self.protected_size_ += n
-                delta -= n
-            node.lock_ref += 1
-            self._refresh(node)
-            node = node.parent
-        return delta
-
-    def dec_lock_ref(self, node: TreeNode) -> int:
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref <= 0:
-                raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
-            if node.lock_ref == 1 and node.value is not None:
-                n = len(node.key)
-                self.evictable_size_ += n
-                self.protected_size_ -= n
-                delta += n
-            node.lock_ref -= 1
-            if node.lock_ref == 0:
-                self._refresh(node)
-            node = node.parent
-        return delta
-
-    def inc_host_lock_ref(self, node: TieredNode) -> int | None:
-        """Pin ``node``'s host copy (``write_back``: even a device-only node); the receipt for
-        :meth:`dec_host_lock_ref`, ``None`` when nothing was pinned."""
-        if node.host_value is None and not self.write_back:
-            return None
-        if node.host_uuid is None:
-            node.host_uuid = next(_host_uuids)
-        node.host_lock_ref += 1
-        self._refresh(node)
-        return node.host_uuid
-
-    def dec_host_lock_ref(self, node: TieredNode, receipt: int | None) -> None:
-        if receipt is None:
-            return
-        cur: TieredNode | None = node
-        while cur is not None:
-            if cur.host_value is None and not self.write_back:
-                return
-            assert cur.host_lock_ref > 0, f"host lock release on node {cur.id}"
-            cur.host_lock_ref -= 1
-            self._refresh(cur)
-            if cur.host_uuid == receipt:
-                return
-            cur = cur.parent
-        raise AssertionError(f"host lock boundary {receipt} not above node {node.id}")
 
     # ------------------------------------------------------------------ device eviction
     def delete_leaf(self, node: TreeNode) -> int:

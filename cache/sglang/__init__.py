@@ -14,10 +14,11 @@ modules, which are private:
   (+ ``tree_core``: the tree-core choice, by SGLang's own rules), ``allocators``;
 * the adapters to :class:`~radixbench.cache.interface.PrefixCache`: ``legacy`` (classic
   ``RadixCache``), ``served`` (+ ``served_tree``, ``tree_shadow``: the tree as radixbench reads
-  it), ``hicache`` (HiCache on, with stand-ins for its I/O); shared by them: ``shims`` (keys,
-  pools and requests as SGLang sees them), ``process_state`` (SGLang's process-wide state kept
-  per adapter), ``report`` (``ImplInfo`` and the timing of SGLang's calls on itself),
-  ``events`` (its KV events as radixbench's);
+  it), ``hicache`` (HiCache on; ``hicache_standins``: what replaces its I/O); shared by them:
+  ``adapter`` (their common base: sizes, ``info``), ``shims`` (keys, pools and requests as
+  SGLang sees them), ``process_state`` (SGLang's process-wide state kept per adapter),
+  ``report`` (``ImplInfo`` and the timing of SGLang's calls on itself), ``events`` (its KV
+  events as radixbench's);
 * ``entries``: the registered implementations (loaders, factories, like-for-like partners).
 
 Public here: the implementation names and their partners, :class:`SGLangLoadError`, the

@@ -39,142 +39,25 @@ time), whose module globals the stand-ins replace; the plain served cache's load
 
 from __future__ import annotations
 
-import ast
 import atexit
-import importlib.util
 import json
-import logging
-import os
 from array import array
-from pathlib import Path
-from types import ModuleType, SimpleNamespace
-from typing import Any, ClassVar, Optional
+from types import SimpleNamespace
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from radixbench.cache.hicache.config import HiCacheConfig
 from radixbench.cache.hicache.controller import SimController
-from radixbench.cache.hicache.host import HostPool
 from radixbench.cache.hicache.storage import SimStorage
 from radixbench.cache.interface import CacheAction, MatchResult, OpTimer
 from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang.hicache_standins import HostGroup, Pending, load_hicache
 from radixbench.cache.sglang.loader import Loaded
 from radixbench.cache.sglang.served import ServedSGLangCache
-from radixbench.cache.sglang.unified_load import _load_package, load_unified
 
-__all__ = ["HostGroup", "ServedHiCache", "load_hicache"]
-
-_ASSEMBLER = "sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler"
-_EXT_LOADER = "sglang.srt.utils.cpp_extension_loader"
-_LOADS: dict[tuple[str, str], Loaded] = {}
-
-
-class _Pending:
-    """What the stand-ins read while one cache's ``init_hicache`` runs, and the clock."""
-
-    bags: ClassVar[dict[str, Any]] = {}
-    attach: Any = None
-    now = 0.0
-
-
-class HostGroup(HostPool):
-    """sglang's ``HostPoolGroup`` as the tree and controller use it, over radixbench's host
-    free-list (no buffers): ``free(indices, pool=...)``, ``get_pool``, ``anchor_entry``."""
-
-    def __init__(self, size: int, page_size: int) -> None:
-        super().__init__(size, page_size)
-        self.anchor_entry = SimpleNamespace(
-            host_pool=SimpleNamespace(shared_allocation_domain=None), host_evict_fn=None
-        )
-        self.entries: list[Any] = []
-        self.entry_map: dict[Any, Any] = {}
-        self.layout = "page_first"
-
-    @property
-    def logical_size(self) -> int:
-        return self.size
-
-    def free(self, slots: torch.Tensor, pool: Any = None) -> int:
-        return super().free(slots)
-
-    def get_pool(self, name: Any) -> HostGroup:
-        return self
-
-    def release_transfers(self, transfers: Any) -> None:
-        pass
-
-    def destroy(self) -> None:
-        pass
-
-
-def _class_method(path: Path, cls: str, name: str) -> Any:
-    """Method ``name`` of class ``cls`` in ``path``, compiled alone (sglang's own code)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for fn in node.body:
-                if isinstance(fn, ast.FunctionDef) and fn.name == name:
-                    fn.decorator_list = []
-                    ns: dict[str, Any] = {"json": json, "os": os, "Optional": Optional}
-                    mod = ast.Module(body=[fn], type_ignores=[])
-                    exec(compile(mod, str(path), "exec"), ns)
-                    return ns[name]
-    raise ImportError(f"{path} defines no {cls}.{name}")
-
-
-def _attach(cache: Any, params: Any, server_args: Any, **kw: Any) -> None:
-    """The stand-in ``attach_hybrid_pool_to_unified_cache`` (module docstring)."""
-    _Pending.attach(cache, kw)
-
-
-def _patch(loaded: Loaded) -> None:
-    """Install the stand-ins into ``loaded``'s modules (a load of its own)."""
-    mods: dict[str, Any] = loaded.modules  # the load's modules, given stand-ins here
-    pkg = Path(loaded.origin)
-    parse = _class_method(
-        pkg / "srt/mem_cache/hybrid_cache/hybrid_cache_controller.py",
-        "HybridCacheController",
-        "parse_storage_backend_extra_config",
-    )
-    ctrl_cls = type(
-        "HybridCacheController", (), {"parse_storage_backend_extra_config": staticmethod(parse)}
-    )
-    assembler = ModuleType(_ASSEMBLER)
-    assembler.attach_hybrid_pool_to_unified_cache = _attach  # type: ignore[attr-defined]
-    mods[_ASSEMBLER] = assembler
-    spec = importlib.util.spec_from_file_location(
-        _EXT_LOADER, pkg / "srt/utils/cpp_extension_loader.py"
-    )
-    assert spec is not None and spec.loader is not None
-    ext = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ext)
-    mods[_EXT_LOADER] = ext
-    urc: Any = loaded.m["urc"]
-    for name in ("get_memory", "get_model", "get_observability", "get_disagg"):
-        bag = name[4:]
-        setattr(urc, name, lambda bag=bag: _Pending.bags[bag])
-    urc.HybridCacheController = ctrl_cls
-    mods["sglang.srt.mem_cache.unified_cache.storage_attachment"].HybridCacheController = ctrl_cls
-    mods["sglang.srt.utils.poll_timer"].time = SimpleNamespace(perf_counter=lambda: _Pending.now)
-    native = mods["sglang.srt.mem_cache.cpp_utils.native_hash"]
-    with loaded.activate():  # build (first use: ~10 s) and cache sglang's native page hash
-        native._load_native_hash_module()
-
-
-def load_hicache(spec: str, core: str = "auto", path: str | None = None) -> Loaded:
-    """A load of sglang's ``UnifiedRadixCache`` (as ``load_unified``) with the HiCache stand-ins
-    installed; cached per package folder and core."""
-    base = load_unified(spec, core, path)
-    # its write_back drop / prefetch logs would flood a run's output (the run records counts)
-    logging.getLogger("sglang").setLevel(logging.ERROR)
-    key = (base.origin, core)
-    if key not in _LOADS:
-        loaded = _load_package(spec, Path(base.origin), base.label, core)
-        _patch(loaded)
-        _LOADS[key] = loaded
-    from dataclasses import replace
-
-    return replace(_LOADS[key], spec=base.spec, label=base.label)
+__all__ = ["ServedHiCache", "load_hicache"]
 
 
 class _ReqProxy:
@@ -224,7 +107,7 @@ class ServedHiCache(ServedSGLangCache):
                     "prefetch_timeout_per_ki_token": st.timeout_per_ki_token_s,
                 }
             )
-        _Pending.bags = {
+        Pending.bags = {
             "memory": SimpleNamespace(
                 hicache_host_memory_mode="cache",
                 hicache_storage_backend=None if st is None else st.backend,
@@ -236,7 +119,7 @@ class ServedHiCache(ServedSGLangCache):
             "observability": SimpleNamespace(extra_metric_labels=None),
             "disagg": SimpleNamespace(disaggregation_mode="null"),
         }
-        _Pending.attach = self._attach
+        Pending.attach = self._attach
         full = loaded.m["ct"].ComponentType.FULL
         self._full = full
         with loaded.activate(), self._state:
@@ -291,25 +174,13 @@ class ServedHiCache(ServedSGLangCache):
         )
 
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """``ServedSGLangCache.insert`` asking for the adopted ranges
         (``InsertParams.track_adopted_ranges``): the slots of a walked host-only node become
         the tree's (``_unevict_node_on_insert``); ``adopted`` lists those ranges within the
         returned prefix, which the caller must not free."""
-        k = self._key(key, copy=True).page_aligned(self.page_size)
-        params = self._Insert(
-            key=k,
-            value=None if value is None else value[: len(k)],
-            prev_prefix_len=len(k),
-            priority=priority,
-            inserted_len=inserted_len,
-            track_adopted_ranges=True,
-        )
+        params = self._insert_params(key, value, priority, inserted_len, track_adopted_ranges=True)
         with self._state:
             r = self._raw["insert"](params)
         n = int(r.prefix_len)
@@ -394,7 +265,7 @@ class ServedHiCache(ServedSGLangCache):
     def prefetch_ready(self, rid: Any, now: float) -> bool:
         if not self.storage_on:
             return True
-        _Pending.now = now
+        Pending.now = now
         with self._state:
             return bool(self.sgl.check_prefetch_progress(self.handle(rid)))
 

@@ -32,23 +32,21 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig
 from radixbench.cache.interface import (
-    CacheAction,
     EvictResult,
-    ImplInfo,
     MatchResult,
     OpTimer,
-    TierOps,
     TreeStats,
-    time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang.adapter import SGLangAdapter
 from radixbench.cache.sglang.loader import Loaded, SGLangLoadError
 from radixbench.cache.sglang.process_state import LegacyState, install_time_shim
-from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
+from radixbench.cache.sglang.report import INNER_OPS, timed_inner_ops
 from radixbench.cache.sglang.shims import (
     AllocatorShim,
     LegacyReqProxy,
@@ -57,12 +55,13 @@ from radixbench.cache.sglang.shims import (
     sglang_key,
     write_back,
 )
+from radixbench.cache.timing import time_standard_ops
 
 #: Eviction policies of 0.5.23's ``get_eviction_strategy`` that its ``RadixCache`` supports.
 SGLANG_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
 
 
-class SGLangCache:
+class SGLangCache(SGLangAdapter):
     """SGLang's ``RadixCache`` (or a user's class) with radixbench's cache API.
 
     ``req_to_token_pool`` / ``token_to_kv_pool_allocator``: radixbench's
@@ -74,9 +73,6 @@ class SGLangCache:
     line) for a policy SGLang's ``RadixCache`` does not support (``tlru`` only when
     ``loaded.cache_class.keeps_tlru_lengths`` is true). Sizes are in tokens.
     """
-
-    #: one tier: the classic ``RadixCache`` is not driven with HiCache
-    tiers: TierOps | None = None
 
     def __init__(
         self,
@@ -152,11 +148,6 @@ class SGLangCache:
     def _key(self, key: RadixKey, copy: bool = False) -> Any:
         return sglang_key(self._RadixKey, key, self.loaded.label, copy, self._limit)
 
-    def info(self) -> ImplInfo:
-        """``label``, ``spec``, ``version``, ``origin``, class and ``files`` (sha256 by path)
-        of the SGLang code this cache runs, for reports."""
-        return impl_info(self.loaded)
-
     # ------------------------------------------------------------------ state
     @property
     def root(self) -> Any:
@@ -179,18 +170,6 @@ class SGLangCache:
         with self._state:
             self.sgl.reset()
         self._state.num_nodes = 0
-
-    def evictable_size(self) -> int:
-        """``RadixCache.evictable_size()``: tokens of unlocked nodes, O(1)."""
-        return int(self.sgl.evictable_size())
-
-    def protected_size(self) -> int:
-        """``RadixCache.protected_size()``: tokens of locked nodes, O(1)."""
-        return int(self.sgl.protected_size())
-
-    def total_size(self) -> int:
-        """``evictable_size() + protected_size()``: O(1), equal to SGLang's tree walk."""
-        return int(self.sgl.evictable_size() + self.sgl.protected_size())
 
     def tree_stats(self) -> TreeStats:
         """``(nodes, tokens, evictable leaves)`` in O(1). While SGLang runs (inside one of
@@ -231,10 +210,6 @@ class SGLangCache:
             return torch.empty(0, dtype=torch.int64, device=self.device)
         return torch.cat(values).to(torch.int64)
 
-    def take_actions(self) -> list[CacheAction]:
-        """KV events of SGLang's cache are not driven (its event modules are stubbed): ``[]``."""
-        return []
-
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /
         ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` on its instance (one row per
@@ -258,11 +233,7 @@ class SGLangCache:
         return MatchResult(indices.to(torch.int64), node, n)
 
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """``RadixCache.insert(InsertParams(...))`` of the page-aligned key (token ids copied);
         returns the already-cached prefix length (tokens), whose slots in ``value`` the caller
@@ -298,10 +269,6 @@ class SGLangCache:
     def unlock(self, handle: Any) -> None:
         """``BasePrefixCache.unlock``; ``None`` is a no-op."""
         self.sgl.unlock(handle)
-
-    def path_device_indices(self, node: Any) -> torch.Tensor:
-        """``RadixCache.path_device_indices``: KV slots root..node."""
-        return self.sgl.path_device_indices(node)
 
     # ------------------------------------------------------------------ requests
     def checkpoint(self, req: Any, up_to: int) -> None:

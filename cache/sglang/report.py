@@ -3,7 +3,7 @@ SGLang's cache makes on itself.
 
 Both adapters (``SGLangCache`` for the classic ``RadixCache``, ``ServedSGLangCache`` for
 ``UnifiedRadixCache``) describe their load with :func:`impl_info`. Instrumented, an adapter
-puts the timer around its own operations (``interface.time_standard_ops``) and around SGLang's
+puts the timer around its own operations (``timing.time_standard_ops``) and around SGLang's
 own ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as SGLang's
 ``checkpoint`` and ``lock`` / ``unlock`` call them on the instance (:func:`timed_inner_ops`),
 where radixbench's cache calls its own (timed) methods: both implementations give one row per

@@ -27,23 +27,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch import Tensor
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.config import CacheConfig
 from radixbench.cache.interface import (
     CacheAction,
     EvictResult,
-    ImplInfo,
     MatchResult,
     OpTimer,
-    TierOps,
     TreeStats,
-    time_standard_ops,
 )
 from radixbench.cache.key import RadixKey
+from radixbench.cache.sglang.adapter import SGLangAdapter
 from radixbench.cache.sglang.loader import Loaded
 from radixbench.cache.sglang.process_state import ServedState
-from radixbench.cache.sglang.report import INNER_OPS, impl_info, timed_inner_ops
+from radixbench.cache.sglang.report import INNER_OPS, timed_inner_ops
 from radixbench.cache.sglang.served_tree import ServedTree
 from radixbench.cache.sglang.shims import (
     ReqToTokenShim,
@@ -54,12 +53,13 @@ from radixbench.cache.sglang.shims import (
     write_back,
 )
 from radixbench.cache.sglang.tree_core import built_core
+from radixbench.cache.timing import time_standard_ops
 
 #: ``get_eviction_strategy`` of sglang 0.5.23 (``mem_cache/utils.py``): all run on both cores.
 SERVED_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
 
 
-class ServedSGLangCache:
+class ServedSGLangCache(SGLangAdapter):
     """sglang 0.5.23's ``UnifiedRadixCache`` (or a user's subclass) as a ``PrefixCache``.
 
     ``req_to_token_pool`` / ``token_to_kv_pool_allocator``: radixbench's (SGLang sees shims).
@@ -70,9 +70,6 @@ class ServedSGLangCache:
     (``ServedTree``: numbering, counts, walk, a node's slots and lock count). Raises
     ``ValueError`` (one line) for another policy. Sizes are in tokens; KV slots int64 tensors on
     the allocator's device."""
-
-    #: one tier; with HiCache on, the subclass ``ServedHiCache`` offers the tiers
-    tiers: TierOps | None = None
 
     def __init__(
         self,
@@ -143,11 +140,6 @@ class ServedSGLangCache:
     def _key(self, key: RadixKey, copy: bool = False) -> Any:
         return sglang_key(self._RadixKey, key, self.loaded.label, copy, takes_limit=True)
 
-    def info(self) -> ImplInfo:
-        """``label``, ``spec``, ``version``, ``origin``, class, the tree core built and why,
-        ``files``."""
-        return impl_info(self.loaded, self.core_name, self.core_reason)
-
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """``UnifiedRadixCache.reset``: drop the tree (KV slots are not freed); ids restart."""
@@ -156,18 +148,6 @@ class ServedSGLangCache:
             self.sgl.reset()
         self._receipts.clear()
         self.tree.reset()
-
-    def evictable_size(self) -> int:
-        """``UnifiedRadixCache.evictable_size()``: FULL tokens of unlocked nodes, O(1)."""
-        return int(self.sgl.evictable_size())
-
-    def protected_size(self) -> int:
-        """``UnifiedRadixCache.protected_size()``: FULL tokens of locked nodes, O(1)."""
-        return int(self.sgl.protected_size())
-
-    def total_size(self) -> int:
-        """``evictable_size() + protected_size()``: every token of the tree, O(1)."""
-        return int(self.sgl.evictable_size() + self.sgl.protected_size())
 
     @property
     def num_nodes(self) -> int:
@@ -230,30 +210,31 @@ class ServedSGLangCache:
         return MatchResult(indices.to(torch.int64), node, int(n))
 
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """``UnifiedRadixCache.insert`` of the page-aligned key with ``prev_prefix_len =
         len(key)``; returns the tokens already cached. The unified insert frees the duplicates
         ``value[prev_prefix_len:prefix_len]`` itself (``unified_tree_core.py:1351``); this one
         frees none, so the caller frees ``value[:returned]`` (radixbench's and the legacy
         class's contract). Mutates the tree and sizes. Raises ``ValueError`` for bigram keys."""
-        k = self._key(key, copy=True).page_aligned(self.page_size)
-        params = self._Insert(
-            key=k,
-            value=None if value is None else value[: len(k)],
-            prev_prefix_len=len(k),
-            priority=priority,
-            inserted_len=inserted_len,
-        )
+        params = self._insert_params(key, value, priority, inserted_len)
         with self._state:
             self.tree.sync()
             r = self._raw["insert"](params)
             self.tree.on_node(r.last_device_node)
         return int(r.prefix_len)
+
+    def _insert_params(
+        self, key: RadixKey, value: Tensor | None, priority: int, inserted_len: int, **extra: Any
+    ) -> Any:
+        """``InsertParams`` of the page-aligned key (token ids copied), ``prev_prefix_len =
+        len(key)`` so that the unified insert frees no duplicates; ``extra``: more fields."""
+        k = self._key(key, copy=True).page_aligned(self.page_size)
+        value = None if value is None else value[: len(k)]
+        return self._Insert(
+            key=k, value=value, prev_prefix_len=len(k), priority=priority,
+            inserted_len=inserted_len, **extra,
+        )  # fmt: skip
 
     def evict(self, num_tokens: int) -> EvictResult:
         """``UnifiedRadixCache.evict_for_alloc(EvictParams(num_tokens))``, what the allocator's
@@ -308,10 +289,6 @@ class ServedSGLangCache:
         with self._state:
             self.sgl.unlock(handle)
         handle._radixbench_released = True
-
-    def path_device_indices(self, node: Any) -> torch.Tensor:
-        """``UnifiedRadixCache.path_device_indices``: the FULL KV slots root..node."""
-        return self.sgl.path_device_indices(node)
 
     # ------------------------------------------------------------------ requests
     def _checkpoint(self, req: Any, up_to: int, finished: bool) -> None:

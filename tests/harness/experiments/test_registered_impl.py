@@ -21,9 +21,9 @@ from radixbench.cache.interface import (
     OpTimer,
     PrefixCache,
     TreeStats,
-    time_standard_ops,
 )
 from radixbench.cache.registry import ImplEntry, register_impl, unregister_impl
+from radixbench.cache.timing import time_standard_ops
 from radixbench.harness.cli import main
 from radixbench.reports.tables import read_table
 
