@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from radixbench.reports import write_report
 from radixbench.reports.headline import Answer
 from radixbench.reports.markdown import pipe_table
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import instance_table, router_table, router_verdicts
 from radixbench.reports.tables import write_table

@@ -27,8 +27,8 @@ from radixbench.harness.experiments.workload import (
     served_belady,
     served_ceiling,
 )
-from radixbench.reports import write_report
 from radixbench.reports.axes import AXES, REPLICA, VariantSet
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant

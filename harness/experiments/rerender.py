@@ -20,7 +20,7 @@ class RunFolderError(ValueError):
 def rerender(
     run_dir: Path, n_resamples: int = 1000, *, svg: bool = False, progress: bool | None = None
 ) -> dict[str, Any]:
-    """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
+    """Re-run :func:`~radixbench.reports.pipeline.write_report` on the tables saved in ``run_dir``
     with everything the run was made with (its record, ``config.json``: the ``--baseline``,
     the variants' axes, the scheduler settings), files replaced atomically one by one; the
     equivalence verdict is recomputed from the per-request table. ``svg``: also write SVG
@@ -29,7 +29,7 @@ def rerender(
     (one line naming the folder or file) when ``run_dir`` is no readable run folder or its
     tables cannot be rendered."""
     from radixbench.harness.experiments.equivalence import check_equivalence
-    from radixbench.reports import write_report
+    from radixbench.reports.pipeline import write_report
     from radixbench.reports.record import RecordError, read_run
 
     try:

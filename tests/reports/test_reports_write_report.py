@@ -1,4 +1,4 @@
-"""End-to-end tests for radixbench.reports.write_report."""
+"""End-to-end tests for radixbench.reports.pipeline.write_report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from radixbench.reports import write_report
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.tables import read_table
 
 PLOT_NAMES = (
