@@ -32,13 +32,11 @@ import pandas as pd
 import torch
 
 from radixbench.bench.calibration import Calibration
-from radixbench.bench.timing import gc_paused
+from radixbench.bench.timing import Row, gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
 from radixbench.cache.sglang import SGLangAllocators, SGLangLoadError, load_allocators
 from radixbench.reports.markdown import markdown_table
-
-Row = dict[str, object]
 
 
 class SGLangAllocatorsUnavailable(RuntimeError):

@@ -40,12 +40,11 @@ from typing import Any
 
 import torch
 
-from radixbench.bench.timing import Timed, interleaved_stats
+from radixbench.bench.timing import Row, Timed, interleaved_stats
 from radixbench.cache import EVICTORS, MATCHERS, CacheConfig, RadixKey, TokenToKVPoolAllocator
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.registry import ImplError, make_cache, resolve
 
-Row = dict[str, Any]
 #: SGLang's caches, as columns: ``--impl`` spec -> column name.
 SGLANG = {"sglang": "sglang (Rust core)", "sglang-python": "sglang (Python core)",
           "sglang-legacy": "sglang-legacy"}  # fmt: skip
