@@ -36,6 +36,25 @@ SGLANG = "radixbench.cache.sglang"
 OVER_400_UNTIL_PHASE_B = {"harness/cli/scenario_args.py"}
 
 
+def test_the_document_states_these_rules() -> None:
+    """docs/ARCHITECTURE.md's table of layers is :data:`ALLOWED`, row for row."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    stated: dict[str, frozenset[str]] = {}
+    for row in text.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[0].startswith("`"):
+            continue
+        names = {n.strip("` ") for n in cells[0].split(",")}
+        if not names <= set(PACKAGES):
+            continue
+        allowed = frozenset(n.strip("` ") for n in cells[1].split(",") if n.strip().startswith("`"))
+        if "all of them" in cells[1]:
+            allowed = frozenset(PACKAGES) - names
+        for name in names:
+            stated[name] = allowed
+    assert stated == ALLOWED
+
+
 def _sources() -> list[Path]:
     return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
 
