@@ -16,7 +16,7 @@ $(BIN)/python:
 # optional-dependency group cannot say --no-deps, hence no `sglang` extra. Offline, the step
 # warns and goes on: the tests that need sglang skip with the reason. msgspec (one of sglang's
 # own dependencies, pure C, no further deps) is needed by its UnifiedRadixCache and tree cores
-# (radixbench.cache.sglang.unified_load), the cache sglang 0.5.23 serves with; pyzmq (also one of its
+# (radixbench.cache.sglang.unified_load), the cache sglang 0.5.23 serves with; pyzmq (one of its
 # dependencies, a self-contained wheel) by its disaggregation/kv_events.py, which the served
 # cache imports for its KV-event classes (without it the demo's sglang reference cannot load).
 SGLANG_PIN := sglang==0.5.23
