@@ -241,21 +241,20 @@ def run_compare(
     with AtomicRunDir(spec.out, run_name) as run:
         meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         write_meta(run.tmp, meta)
+        report: Mapping[str, Any]
         if cluster is None:
-            report = dict(
-                write_report(
-                    run.tmp,
-                    requests,
-                    ops,
-                    meta,
-                    equivalence,
-                    timeseries=timeseries,
-                    metrics=metrics,
-                    tables=tables,
-                    render=full_report,
-                    baseline=spec.baseline,
-                    progress=progress,
-                )
+            report = write_report(
+                run.tmp,
+                requests,
+                ops,
+                meta,
+                equivalence,
+                timeseries=timeseries,
+                metrics=metrics,
+                tables=tables,
+                render=full_report,
+                baseline=spec.baseline,
+                progress=progress,
             )
         else:
             load = pd.concat([s.load_frame() for s in sims], ignore_index=True)
@@ -277,5 +276,5 @@ def run_compare(
         log.close()
     assert run.final is not None
     return CompareOutcome(
-        run.final, report, equivalence, time.perf_counter() - started, meta, metrics
+        run.final, dict(report), equivalence, time.perf_counter() - started, meta, metrics
     )
