@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from radixbench.harness.config.impl import implementations
 from radixbench.harness.config.scenario import Scenario
-from radixbench.harness.experiments.equivalence import check_equivalence
+from radixbench.harness.experiments.equivalence import check_equivalence, exemption
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.harness.experiments.workload import (
     check_fits,
@@ -202,7 +202,7 @@ def run_compare(
         stem: pd.concat([r.tables[stem] for r in results if stem in r.tables], ignore_index=True)
         for stem in stems
     }
-    equivalence = check_equivalence(requests)
+    equivalence = check_equivalence(requests, exemption(spec.sim.clock, cluster))
     ceiling = served_ceiling(trace, requests)
     belady = served_belady(trace, requests, spec.sim) if cluster is None else None
     sim = spec.sim

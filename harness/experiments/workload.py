@@ -68,11 +68,17 @@ def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workloa
 _COUNT = re.compile(r"\b(first )?(\d[\d,]*) requests\b")
 
 
+#: A KV pool size in a scenario's description: "96k-token KV pool", "400,000-token KV pool".
+_POOL = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)(k|M)?-token KV pool\b")
+
+
 def describe_selection(scenario: Scenario, n: int) -> str:
-    """``scenario``'s description with the request count it states made true of the ``n``
-    requests loaded: ``--all`` or ``--requests 50`` select other requests than the scenario's
-    "first 1,000 requests", and the label must not repeat its count ("all 12,031 requests",
-    "first 50 requests", "2,310 selected requests" for a window or a start)."""
+    """``scenario``'s description with the request count and KV pool it states made true of
+    the ``n`` requests loaded and the pool simulated: ``--all`` or ``--requests 50`` select
+    other requests than the scenario's "first 1,000 requests", and the label must not repeat
+    its count ("all 12,031 requests", "first 50 requests", "2,310 selected requests" for a
+    window or a start); ``--kv-capacity 50000`` makes "96k-token KV pool" "50,000-token KV
+    pool"."""
     a = scenario.arrivals
 
     def fix(m: re.Match[str]) -> str:
@@ -82,7 +88,13 @@ def describe_selection(scenario: Scenario, n: int) -> str:
             return f"first {n:,} requests" if a.max_requests is not None else f"all {n:,} requests"
         return f"{n:,} selected requests"
 
-    return _COUNT.sub(fix, scenario.description, count=1)
+    kv = scenario.sim.kv_capacity_tokens
+
+    def fix_pool(m: re.Match[str]) -> str:
+        stated = float(m[1].replace(",", "")) * {"k": 1e3, "M": 1e6}.get(m[2] or "", 1)
+        return m[0] if round(stated) == kv else f"{kv:,}-token KV pool"
+
+    return _POOL.sub(fix_pool, _COUNT.sub(fix, scenario.description, count=1))
 
 
 def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
