@@ -269,7 +269,10 @@ def write_report_md(
             "",
         ]
     if summary:
-        lines += ["## Summary (for a PR comment)", "", *summary[1:], "", "---", ""]
+        body = summary[1:]  # its own heading left out; the title above says what ran
+        while body and not body[0]:
+            body = body[1:]
+        lines += ["## Summary (for a PR comment)", "", *body, "", "---", ""]
     lines += answer_block(answer)
     achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
     ceiling = hit_rate_text(achieved, meta)
