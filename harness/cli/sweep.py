@@ -72,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
                 ]
                 print(f"  {point}, seed {r['seed']}: {r['variant']} vs {r['baseline_variant']}: "
                       + "; ".join(parts))  # fmt: skip
+        skipped = res[res["not_compared"] != ""] if "not_compared" in res else res.iloc[0:0]
+        if len(skipped):  # a verdict "not compared" says why (the cell's report says so too)
+            print("\nnot compared:")
+            for _, r in skipped.drop_duplicates("cell").iterrows():
+                point = ", ".join(f"{p}={r[p]}" for p in grid.params)
+                print(f"  {point}, seed {r['seed']}: {r['not_compared']}")
         flagged = res[res["overloaded"]] if "overloaded" in res.columns else res.iloc[0:0]
         if len(flagged):
             points = sorted({", ".join(f"{p}={r[p]}" for p in grid.params)
