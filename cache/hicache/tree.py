@@ -323,10 +323,13 @@ class TieredTree(RadixCache):
 
     def count_hit(self, node: TieredNode) -> bool:
         """``_inc_hit_count_and_check``: count an insert walk's hit (never under
-        ``write_back``, never on a host-only node); whether it now needs a backup."""
+        ``write_back``, never on a host-only node); whether it now needs a backup. The hit
+        re-keys the node for the policies that read it (LFU, SLRU): the evictor is told."""
         if node.value is None or self.write_back:
             return False
         node.hit_count += 1
+        if node.evictable:
+            self.evictor.on_change(node)
         return node.host_value is None and node.hit_count >= self.threshold
 
     def backup_chain(self, node: TieredNode) -> int:
