@@ -253,11 +253,13 @@ class TieredTree(RadixCache):
         value: torch.Tensor | None = None,
         priority: int = 0,
         inserted_len: int = 0,
+        session_id: str | None = None,
     ) -> int:
         """``RadixCache.insert`` with tiers (module docstring): returns the tokens already in
         the tree; the slots of ``adopted`` ranges of that prefix now belong to the tree, the
         rest are duplicates for the caller to free. May back up nodes (host slots, device
-        locks until the ack) and evict host leaves to make room for them."""
+        locks until the ack) and evict host leaves to make room for them. ``session_id`` is
+        unused: the tiered cache records no KV events."""
         page = self.page_size
         key, tokens, value, n_tok = self._insert_input(key, value)
         self.adopted = []
