@@ -47,7 +47,10 @@ def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
     the output KV first); free the row's slots ``[cache_protected_len, prefix_len)``, duplicates
     of what the tree already held; re-match the key, rewrite ``req_to_token[row,
     cache_protected_len:]`` with the tree's slots; set ``cache_protected_len`` to the key
-    length; move the lock (``req.lock``) to the new last node and set ``req.last_node``.
+    length; move the lock (``req.lock``) to the new last node and set ``req.last_node``. Both
+    inserts carry the request's ``session_id`` (``None`` when it has none), as 0.5.23's
+    ``InsertParams.session_id = req.session_id`` (``unified_radix_cache.py:1187``): the KV
+    events of the nodes they add name the session.
 
     Mutates the tree, the allocator, the ``req_to_token`` row and ``req`` (``lock``,
     ``last_node``, ``cache_protected_len``, ``cache_inserted_len``). Raises ``RuntimeError``
@@ -63,11 +66,13 @@ def checkpoint(cache: RadixCache, req: CacheReq, up_to: int) -> None:
     kv_row = pool.req_to_token[row, : len(token_ids)]
     values = kv_row[:n].to(dtype=torch.int64, copy=True)
     priority = req.priority or 0
-    prefix_len = cache.insert(key, values, priority, req.cache_inserted_len)
+    session = getattr(req, "session_id", None)
+    prefix_len = cache.insert(key, values, priority, req.cache_inserted_len, session)
     req.cache_inserted_len = max(req.cache_inserted_len, n)
     n_prompt = min(req.origin_input_len, len(token_ids)) // page * page
     if 0 < n_prompt < n:
-        cache.insert(key[:n_prompt], values[:n_prompt], min(priority + 1, _INT64_MAX), n_prompt)
+        split_priority = min(priority + 1, _INT64_MAX)
+        cache.insert(key[:n_prompt], values[:n_prompt], split_priority, n_prompt, session)
     protected = req.cache_protected_len
     if prefix_len > protected:  # a copy: the row is rewritten below (allocator: Ownership)
         cache.allocator.free(kv_row[protected:prefix_len].to(torch.int64, copy=True))

@@ -245,6 +245,7 @@ class ServedHiCache(ServedSGLangCache):
                 # apply_runtime_config enabled storage; the controller's flag follows it
                 self.ctrl.enable_storage = True
         atexit.unregister(self.sgl.shutdown)
+        self._hook_declined_drops()
         self._handles: dict[Any, Any] = {}
         self.tiers = self
         self.storage_on = st is not None
@@ -257,6 +258,22 @@ class ServedHiCache(ServedSGLangCache):
         cache.host_pool_group = self.group
         cache.full_kv_pool_host = self.group
         cache.components[self._full_ct()]._full_kv_pool_host = self.group
+
+    def _hook_declined_drops(self) -> None:
+        """A ``write_back`` leaf whose backup found no host room and whose subtree drop was
+        declined (``_evict_components``, ``unified_radix_cache.py:1036-1056``) stays
+        device-resident: take it off the victims that ``_evict_device_leaf`` recorded, so
+        ``evict`` lists only the leaves it freed (as radixbench's evictors do)."""
+        drop = self.sgl._drop_subtree_no_host
+        tree = self.tree
+
+        def _drop_subtree_no_host(node_id: Any, tracker: Any) -> bool:
+            dropped = bool(drop(node_id, tracker))
+            if not dropped and tree.victims and tree.victims[-1] == node_id:
+                tree.victims.pop()
+            return dropped
+
+        self.sgl._drop_subtree_no_host = _drop_subtree_no_host
 
     def _full_ct(self) -> Any:
         return self.loaded.m["ct"].ComponentType.FULL

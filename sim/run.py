@@ -228,6 +228,7 @@ class VariantSim:
                 # prompt tokens are made at the first admission attempt, not held while waiting
                 expand = partial(block_tokens, tr.hash_ids, tr.input_length)
                 req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+                req.session_id = tr.session_id
                 sched.enqueue(req)
             sched.close()
 
