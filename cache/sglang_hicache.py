@@ -283,11 +283,13 @@ class ServedHiCache(ServedSGLangCache):
         ``best_match_node``."""
         params = self._Match(key=self._key(key))
         with self._state:
-            r = self._raw["match_prefix"](params)
-            node, n = r.last_device_node, r.device_prefix_len
-            indices = self.sgl.path_device_indices(node)[:n]
+            r, indices = self._call["match_prefix"](params)
         return TierMatch(
-            indices.to(torch.int64), node, int(n), int(r.host_hit_length), r.best_match_node
+            indices.to(torch.int64),
+            r.last_device_node,
+            int(r.device_prefix_len),
+            int(r.host_hit_length),
+            r.best_match_node,
         )
 
     def insert(
@@ -311,7 +313,7 @@ class ServedHiCache(ServedSGLangCache):
             track_adopted_ranges=True,
         )
         with self._state:
-            r = self._raw["insert"](params)
+            r = self._call["insert"](params, len(key))
         n = int(r.prefix_len)
         ranges = (r.adopted_ranges or {}).get(self._full, [])
         self.adopted = [(a, min(b, n)) for a, b in ranges if a < n]

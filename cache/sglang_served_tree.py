@@ -38,6 +38,9 @@ class ServedTree:
             state,
         )
         self.victims: list[int] = []
+        #: runs the shadow's bookkeeping inside SGLang's calls (the adapter sets the timer's
+        #: ``untimed`` when instrumented, so the shadow is not timed as SGLang's work)
+        self.untimed: Callable[..., Any] = _call
         self.renumber()
         self.shadow = TreeShadow(self.core, full, self.root) if shadow else None
 
@@ -71,19 +74,31 @@ class ServedTree:
         self.sgl._evict_device_leaf = _evict_device_leaf
 
     def _logged(self, op: str, ops: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
+        """SGLang's call ``op`` on itself through ``ops``; with a shadow, its queued events are
+        applied first (under :attr:`untimed`: the shadow's work is not SGLang's) and the
+        call's own queued after (O(1))."""
         shadow = self.shadow
+        if shadow is None:
+
+            def plain(*args: Any, **kwargs: Any) -> Any:
+                if kwargs:  # the timer passes positional arguments only; SGLang's keyword
+                    args = (*args, *kwargs.values())  # arguments here are the trailing ones
+                return ops[op](*args)
+
+            return plain
+        node_op = op == "insert" or op == "match_prefix"
+        delta = 1 if op == "inc_lock_ref" else -1
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if shadow is not None:
-                shadow.sync()
-            if kwargs:  # the timer passes positional arguments only; SGLang's keyword
-                args = (*args, *kwargs.values())  # arguments here are the trailing ones
+            if shadow.queue:
+                self.untimed(shadow.sync)
+            if kwargs:
+                args = (*args, *kwargs.values())
             r = ops[op](*args)
-            if shadow is not None:
-                if op == "insert" or op == "match_prefix":
-                    shadow.on_node(int(r.last_device_node))
-                else:
-                    shadow.on_lock(int(args[0]), 1 if op == "inc_lock_ref" else -1)
+            if node_op:
+                shadow.on_node(int(r.last_device_node))
+            else:
+                shadow.on_lock(int(args[0]), delta)
             return r
 
         return call
@@ -141,3 +156,7 @@ class ServedTree:
         if self.shadow is not None:
             return self.shadow.lock_count(int(node))
         return int(self.core.node_by_id(int(node)).component_data[self.full].lock_ref)
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
