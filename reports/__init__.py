@@ -191,8 +191,9 @@ def write_report(
             )
         if meta.reference:
             ref_rows = reference_rows(
-                ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
-            )
+                ops, vs, base, meta.reference, noise=verdicts, n_resamples=n_resamples,
+                seed=seed or 0,
+            )  # fmt: skip
             caveat = DIVERGED_CAVEAT if diverged else ""
             ans.headline[:0] = reference_lines(ref_rows, _reference_label(meta), caveat)
             verdicts = (
