@@ -144,7 +144,7 @@ def write_report(
         ops_sum = vs.attach(op_summary(ops))
         var_sum = vs.attach(variant_summary(requests))
         base = vs.resolve_baseline(baseline)
-        speed = speedups(ops_sum, base, vs)
+        speed = speedups(ops_sum, base, vs, ops)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
         clock = meta.clock

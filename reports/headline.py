@@ -127,6 +127,31 @@ def _axis_label(variants: VariantSet, name: str, axis: str) -> str:
     return variants.group_key(name, axis)
 
 
+def _unlike(variants: VariantSet, cand: str, axis: str, baseline: Mapping[str, str]) -> bool:
+    return axis == "impl" and not variants.like_for_like(cand, baseline)
+
+
+def _comparable_first(
+    rows: pd.DataFrame, axis: str, baseline: Mapping[str, str], variants: VariantSet
+) -> list[str]:
+    """The candidates of ``rows`` in order, those paired like for like first (``impl``)."""
+    cands = [str(c) for c in dict.fromkeys(rows["candidate"])]
+    return sorted(cands, key=lambda c: _unlike(variants, c, axis, baseline))
+
+
+def _impl_partner_label(
+    variants: VariantSet, cand: str, base: str, axis: str, baseline: Mapping[str, str]
+) -> str:
+    """What a line calls the baseline partner: its value on ``axis``; for an ``impl`` pair
+    that is not like for like, also the algorithms it runs (``radixbench heapify/linear``),
+    so no line reads as a claim about the implementation as a whole."""
+    label = _axis_label(variants, base, axis)
+    if not _unlike(variants, cand, axis, baseline):
+        return label
+    algos = [v for a in ("evictor", "matcher") if (v := variants.value(base, a)) is not None]
+    return f"{label} {'/'.join(algos)} (not like-for-like)"
+
+
 def _main_rows(
     verdicts: pd.DataFrame, axis: str, baseline: Mapping[str, str], variants: VariantSet
 ) -> pd.DataFrame:
@@ -196,14 +221,14 @@ def answer(
             continue
         rows = _main_rows(verdicts, axis, baseline, variants)
         op_rows = rows[rows["metric"].str.endswith(" ns")]
-        for cand in dict.fromkeys(op_rows["candidate"]):
+        for cand in _comparable_first(op_rows, axis, baseline, variants):
             mine = op_rows[op_rows["candidate"] == cand]
             base = str(mine["baseline"].iloc[0])
             c_label = _axis_label(variants, str(cand), axis)
-            b_label = _axis_label(variants, base, axis)
+            b_label = _impl_partner_label(variants, str(cand), base, axis, baseline)
             note = str(mine["note"].iloc[0]) if "note" in mine and mine["note"].iloc[0] else ""
             if note:
-                head.append(f"{axis}: {c_label} vs {b_label}, {note}.")
+                head.append(f"{axis}: {c_label} vs {_axis_label(variants, base, axis)}, {note}.")
             metrics_here = (
                 [_PRIMARY[axis]] if axis in _PRIMARY else [f"{op} ns" for op in AXIS_OPS[axis]]
             )
