@@ -129,7 +129,8 @@ class ServedSGLangCache:
         self._inner: dict[str, Callable[..., Any]] = dict(self._raw)
         use_shadow = self.rust if shadow is None else shadow
         full = m["ct"].ComponentType.FULL
-        self.tree = ServedTree(self.sgl, full, self.rust, self._state, use_shadow)
+        tiered = config.hicache is not None
+        self.tree = ServedTree(self.sgl, full, self.rust, self._state, use_shadow, tiered)
         self.tree.hook(self._inner)
         #: SGLang's calls alone, by op (what ``instrument`` times: the adapter's key and
         #: result conversions, shadow and state swaps run around them, untimed)

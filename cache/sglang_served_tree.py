@@ -26,10 +26,19 @@ class ServedTree:
     """The tree of the ``UnifiedRadixCache`` instance ``sgl``. ``full``: the load's
     ``ComponentType.FULL``; ``rust``: its core is the Rust one; ``state``: the adapter's
     ``ServedState`` (its node counter numbers the Python core's nodes); ``shadow``: keep a
-    ``TreeShadow`` (needed for the Rust core). ``victims``: the ids (the core's) of the leaves
+    ``TreeShadow`` (needed for the Rust core; ``tiered``: HiCache's, of the device-resident
+    nodes). ``victims``: the ids (the core's) of the leaves
     evicted since the adapter last replaced the list."""
 
-    def __init__(self, sgl: Any, full: Any, rust: bool, state: ServedState, shadow: bool) -> None:
+    def __init__(
+        self,
+        sgl: Any,
+        full: Any,
+        rust: bool,
+        state: ServedState,
+        shadow: bool,
+        tiered: bool = False,
+    ) -> None:
         self.sgl, self.core, self.full, self.rust, self.state = (
             sgl,
             sgl.tree_core,
@@ -38,11 +47,13 @@ class ServedTree:
             state,
         )
         self.victims: list[int] = []
+        #: HiCache: load-back nodes not yet on the device (:meth:`settle`)
+        self.loading: set[int] = set()
         #: runs the shadow's bookkeeping inside SGLang's calls (the adapter sets the timer's
         #: ``untimed`` when instrumented, so the shadow is not timed as SGLang's work)
         self.untimed: Callable[..., Any] = _call
         self.renumber()
-        self.shadow = TreeShadow(self.core, full, self.root) if shadow else None
+        self.shadow = TreeShadow(self.core, full, self.root, tiered) if shadow else None
 
     def renumber(self) -> None:
         """Read the root's handle and the first id a tree node gets (after a reset)."""
@@ -102,6 +113,17 @@ class ServedTree:
             return r
 
         return call
+
+    def settle(self) -> None:
+        """HiCache: the nodes of pending load backs (:attr:`loading`) that are on the device
+        now, and nodes made without an event (``TreeShadow.discover``), join the shadow."""
+        if self.shadow is None:
+            return
+        for node in self.loading:
+            self.shadow.on_node(node)
+        self.shadow.discover()
+        kids = self.shadow.kids
+        self.loading = {n for n in self.loading if n not in kids and self.shadow.exists(n)}
 
     def sync(self) -> None:
         """Before a call into SGLang: apply the shadow's queued events (no shadow: nothing)."""
