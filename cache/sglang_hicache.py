@@ -191,13 +191,13 @@ class _ReqProxy:
 
 class ServedHiCache(ServedSGLangCache):
     """The served cache with HiCache on (module docstring). ``hicache``: the tiers' settings;
-    other arguments as :class:`ServedSGLangCache` (no shape shadow: with host-only nodes the
-    Rust core's node and leaf counts are not tracked and read 0)."""
+    other arguments as :class:`ServedSGLangCache` (the Rust core's shape shadow keeps its
+    device-resident nodes: ``tree_stats``)."""
 
     def __init__(self, pool: Any, allocator: Any, config: Any, loaded: LoadedUnified) -> None:
         hc: HiCacheConfig = config.hicache
         self.hicache = hc
-        super().__init__(pool, allocator, config, loaded, shadow=False)
+        super().__init__(pool, allocator, config, loaded)
         st = hc.storage
         page = config.page_size
         utils = loaded.modules["sglang.srt.mem_cache.utils"]
@@ -283,10 +283,15 @@ class ServedHiCache(ServedSGLangCache):
         return list(self.ctrl.take_actions())
 
     def tree_stats(self) -> tuple[int, int, int]:
+        """``(nodes, device tokens, evictable device leaves)``: the Python core's own node
+        arena and ``evictable_device_leaves``; the Rust core's from the shadow of its
+        device-resident part (``TreeShadow``, ``tiered``: its nodes are those holding a device
+        value, host-only ones are not seen)."""
         sgl = self.sgl
         tokens = int(sgl.evictable_size() + sgl.protected_size())
         if self.rust:
-            return 0, tokens, 0
+            nodes, leaves = self.tree.counts()
+            return nodes, tokens, leaves
         core = self.core
         return len(core._node_arena) - 1, tokens, len(core.evictable_device_leaves)
 
@@ -300,11 +305,15 @@ class ServedHiCache(ServedSGLangCache):
         ``best_match_node``."""
         params = self._Match(key=self._key(key))
         with self._state:
-            r = self._raw["match_prefix"](params)
-            node, n = r.last_device_node, r.device_prefix_len
-            indices = self.sgl.path_device_indices(node)[:n]
+            self.tree.sync()
+            r, indices = self._call["match_prefix"](params)
+        self.tree.on_node(r.last_device_node)
         return TierMatch(
-            indices.to(torch.int64), node, int(n), int(r.host_hit_length), r.best_match_node
+            indices.to(torch.int64),
+            r.last_device_node,
+            int(r.device_prefix_len),
+            int(r.host_hit_length),
+            r.best_match_node,
         )
 
     def insert(
@@ -328,7 +337,9 @@ class ServedHiCache(ServedSGLangCache):
             track_adopted_ranges=True,
         )
         with self._state:
-            r = self._raw["insert"](params)
+            self.tree.sync()
+            r = self._call["insert"](params, len(key))
+        self.tree.on_node(r.last_device_node)
         n = int(r.prefix_len)
         ranges = (r.adopted_ranges or {}).get(self._full, [])
         self.adopted = [(a, min(b, n)) for a, b in ranges if a < n]
@@ -367,6 +378,7 @@ class ServedHiCache(ServedSGLangCache):
     def check_events(self) -> None:
         with self._state:
             self.sgl.check_hicache_events()
+        self.tree.settle()
 
     def load_back(self, match: TierMatch) -> tuple[int, Any, torch.Tensor]:
         """``init_load_back`` as ``PrefillAdder`` calls it for a match with a host hit."""
@@ -378,7 +390,9 @@ class ServedHiCache(ServedSGLangCache):
             req=_ReqProxy(id(match), match.last_node),
         )
         with self._state:
+            self.tree.sync()
             loaded, node = self.sgl.init_load_back(params)
+        self.tree.loading.add(int(node))  # on the device once the load commits
         if not loaded:
             return match.prefix_len, match.last_node, match.device_indices
         indices = self.sgl.path_device_indices(node).to(torch.int64)
@@ -386,7 +400,9 @@ class ServedHiCache(ServedSGLangCache):
 
     def start_loading(self) -> int:
         with self._state:
-            return int(self.sgl.ready_to_load_host_cache())
+            n = int(self.sgl.ready_to_load_host_cache())
+        self.tree.settle()
+        return n
 
     def prefetch(self, rid: Any, match: TierMatch, tokens: Any, namespace: Any) -> None:
         """``Scheduler._prefetch_kvcache`` (``managers/scheduler.py:3342-3392``)."""
@@ -413,7 +429,9 @@ class ServedHiCache(ServedSGLangCache):
             return True
         _Pending.now = now
         with self._state:
-            return bool(self.sgl.check_prefetch_progress(self.handle(rid)))
+            ready = bool(self.sgl.check_prefetch_progress(self.handle(rid)))
+        self.tree.settle()  # a finished prefetch inserts into the tree
+        return ready
 
     def prefetch_deadline(self, rid: Any) -> float | None:
         wait = self.sgl._storage_prefetch_wait.get(self._handles.get(rid))

@@ -144,7 +144,7 @@ def write_report(
         ops_sum = vs.attach(op_summary(ops))
         var_sum = vs.attach(variant_summary(requests))
         base = vs.resolve_baseline(baseline)
-        speed = speedups(ops_sum, base, vs)
+        speed = speedups(ops_sum, base, vs, ops)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
         clock = meta.clock
@@ -194,8 +194,9 @@ def write_report(
         ref_lines: list[str] = []  # the answer's reference lines, in the PR summary too
         if meta.reference:
             ref_rows = reference_rows(
-                ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
-            )
+                ops, vs, base, meta.reference, noise=verdicts, n_resamples=n_resamples,
+                seed=seed or 0,
+            )  # fmt: skip
             caveat = DIVERGED_CAVEAT if diverged else ""
             ref_lines = reference_lines(ref_rows, _reference_label(meta), caveat)
             ans.headline[:0] = ref_lines

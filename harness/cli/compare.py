@@ -64,7 +64,7 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         "--no-aa",
         action="store_true",
         help="skip the A/A replica of the baseline variant (no noise floor: verdicts then "
-        "only have to clear 1)",
+        "only have to clear 3%% either side of 1)",
     )
     c.add_argument(
         "--expect-divergence",

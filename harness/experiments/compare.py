@@ -188,7 +188,7 @@ def run_compare(
             desc="compare",
         ) as bar:
             sims = [_sim(trace, spec, v, device, lambda: bar.update(1), log) for v in variants]
-            results = run_interleaved(sims)
+            results = run_interleaved(sims, seed=spec.sim.seed)
     except BaseException:
         if log is not None:
             log.abort()
