@@ -172,3 +172,24 @@ def test_an_sglang_patch_that_raises_names_the_impl_value(
     assert code == 3
     assert line.startswith(f"radixbench: error: impl {spec}: {expect} ("), line
     assert "raising.py:" in line
+
+
+def test_a_sweep_cell_whose_implementation_raises_fails_in_one_named_line(
+    plugins: None, tmp_path: Path
+) -> None:
+    """A sweep cell runs on a Dask worker: the failure comes back as the cell's one line (it
+    was re-raised there, retried, and reported as a bare 'boom')."""
+    from radixbench.harness.config.grid import load_grid
+    from radixbench.harness.experiments.sweep import CellFailed, run_cell
+
+    grid_file = tmp_path / "g.toml"
+    grid_file.write_text(
+        'scenario = "prefix-repetition"\n[base]\narrivals.max_requests = 12\n'
+        '[grid]\n"sim.kv_capacity_tokens" = [50000]\n'
+        '[variants]\nevictors = ["heapify"]\nmatchers = ["linear"]\n'
+        'impls = ["radixbench", "raising"]\n'
+    )
+    (cell,) = load_grid(grid_file).cells
+    result = run_cell(cell, str(tmp_path / "cells"))
+    assert isinstance(result, CellFailed)
+    assert result.reason.startswith("impl raising: RaisingToy.match_prefix raised RuntimeError")
