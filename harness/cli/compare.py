@@ -11,15 +11,18 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from radixbench.harness.cli.hicache_args import hicache_flag
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
 from radixbench.harness.cli.util import DefaultsFormatter, UsageError
-from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec, run_compare
-from radixbench.reports.axes import AXES
-from radixbench.reports.record import RunMeta
-from radixbench.sim.config import Variant
+
+if TYPE_CHECKING:  # pandas, torch: imported once the arguments are parsed and checked
+    import pandas as pd
+
+    from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec
+    from radixbench.reports.record import RunMeta
+    from radixbench.sim.config import Variant
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,6 +83,15 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
     Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
     """
     scenario = scenario_from_args(args)
+    kv_events = getattr(args, "kv_events", None)
+    if kv_events is not None and scenario.sim.hicache is not None:
+        # the rule of harness.config.cluster_table.check_cluster: HiCache emits no events
+        on = hicache_flag(args) or f"{scenario.file}: [cache.hicache]"
+        raise UsageError(
+            f"--kv-events with {on}: HiCache emits no KV events yet; leave out one of them"
+        )
+    from radixbench.harness.experiments.compare import CompareSpec
+
     return CompareSpec(
         scenario=scenario,
         on_bad_line=args.on_bad_line,
@@ -89,7 +101,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         aa=not getattr(args, "no_aa", False),
         expect_divergence=getattr(args, "expect_divergence", False),
         command_line=tuple(getattr(args, "command_line", ())),
-        kv_events=getattr(args, "kv_events", None),
+        kv_events=kv_events,
     )
 
 
@@ -137,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison; exit 0 if equivalent (or clock coupled, or a divergence was
     expected: ``--expect-divergence``), 1 if variants diverged."""
     spec = spec_from_args(args)
+    from radixbench.harness.experiments.compare import run_compare
+
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     if spec.scenario.cluster is not None:
         return _print_cluster(outcome)
@@ -170,6 +184,8 @@ def _status(spec: CompareSpec, equivalence: dict) -> int:
 def _print_cluster(outcome: CompareOutcome) -> int:
     """A cluster run's router table and answer; exit 0 (routers legitimately differ in prefix
     hits: no equivalence is required)."""
+    import pandas as pd
+
     report = outcome.report
     cols = [
         "router", "ttft_p50_s", "ttft_p90_s", "tpot_mean_s", "output_throughput",
@@ -206,6 +222,10 @@ def _print_answer(report: dict) -> None:
 
 
 def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
+    import pandas as pd
+
+    from radixbench.reports.axes import AXES
+
     ops: pd.DataFrame = report["op_summary"]
     keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
     cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
@@ -279,6 +299,8 @@ _METRIC_COLS = [
 
 def _print_metrics(metrics: pd.DataFrame) -> None:
     """Serving metrics per variant (vllm bench serve names), stating the clock mode."""
+    import pandas as pd
+
     if not len(metrics):
         return
     clock = ", ".join(sorted(set(metrics["clock"])))

@@ -8,16 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radixbench.harness.cli.compare import add_compare_arguments, spec_from_args
 from radixbench.harness.cli.util import DefaultsFormatter, positive_int
-from radixbench.harness.profiling.scalene_profile import (
-    SOURCE_ROOT,
-    HotLine,
-    hottest_lines,
-    profile_compare,
-    simulation_lines,
-)
+
+if TYPE_CHECKING:  # scalene, torch: imported once the arguments are parsed and checked
+    from radixbench.harness.profiling.scalene_profile import HotLine
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Profile the comparison; exit 0 if the variants were equivalent, 1 otherwise."""
     spec = spec_from_args(args)
+    from radixbench.harness.profiling.scalene_profile import (
+        SOURCE_ROOT,
+        hottest_lines,
+        profile_compare,
+        simulation_lines,
+    )
+
     try:
         outcome = profile_compare(spec, args.torch_profiler, html=not args.no_html)
     except RuntimeError as e:
@@ -69,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 def _print_lines(lines: list[HotLine]) -> None:
     """Print hot lines as a table: CPU %, Python %, native %, file:line relative to the
     source root, code (80 characters at most)."""
+    from radixbench.harness.profiling.scalene_profile import SOURCE_ROOT
+
     if not lines:
         print("  (no samples)")
         return

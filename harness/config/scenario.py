@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from radixbench.harness.config.cluster_table import parse_cluster
+from radixbench.harness.config.cluster_table import check_cluster, parse_cluster
 from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
@@ -366,12 +366,14 @@ def load_scenario(
             blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
     try:
-        return parse_scenario(doc, file, name, path.parent.resolve())
+        scenario = parse_scenario(doc, file, name, path.parent.resolve())
     except ScenarioError as exc:
         origin = _origin(exc.key, blame)
         if origin is None:
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
+    check_cluster(scenario, blame)
+    return scenario
 
 
 def _origin(key: str | None, blame: dict[str, str]) -> str | None:
