@@ -83,6 +83,13 @@ class Scenario:
     reference: str = ""
     #: why the reference asked for does not run (not installed, cannot load...), "" when it does
     reference_note: str = ""
+    #: (key, what set it) for the keys an override set (``("arrivals.start_s", "--start")``):
+    #: an error found later, e.g. while loading the trace, names that (:meth:`named`)
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def named(self, key: str) -> str:
+        """What an error about ``key`` names: the flag that set it, else ``<file>: <key>``."""
+        return dict(self.origins).get(key) or f"{self.file}: {key}"
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -373,7 +380,7 @@ def load_scenario(
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
     check_cluster(scenario, blame)
-    return scenario
+    return dataclasses.replace(scenario, origins=tuple(blame.items()))
 
 
 def _origin(key: str | None, blame: dict[str, str]) -> str | None:
