@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from radixbench.harness.cli.hicache_args import hicache_flag
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
+from radixbench.harness.cli.tables import text_table
 from radixbench.harness.cli.util import DefaultsFormatter, UsageError
 
 if TYPE_CHECKING:  # pandas, torch: imported once the arguments are parsed and checked
@@ -73,7 +74,8 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         "--expect-divergence",
         action="store_true",
         help="the variants are expected to hit differently (a policy patch): report the "
-        "behaviour change (hit-rate and TTFT deltas with CIs) and exit 0",
+        "behaviour change (hit-rate and TTFT deltas with CIs) and exit 0; when none diverged, "
+        "say so and exit 0 too",
     )
 
 
@@ -156,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         return _print_cluster(outcome)
     if getattr(args, "summary_only", False):
         print("\n".join(outcome.report["summary"]))
+        _print_expectation(spec, outcome.equivalence)
         return _status(spec, outcome.equivalence)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
@@ -169,9 +172,24 @@ def run(args: argparse.Namespace) -> int:
     if spec.sim.clock == "coupled":
         # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
         print("clock coupled: schedules depend on measured CPU time; equivalence not required")
-    elif not outcome.equivalence["ok"] and spec.expect_divergence:
-        print("--expect-divergence: the behaviour change is reported above; exit status 0")
+    else:
+        _print_expectation(spec, outcome.equivalence)
     return _status(spec, outcome.equivalence)
+
+
+def _print_expectation(spec: CompareSpec, eq: dict) -> None:
+    """What ``--expect-divergence`` met: the behaviour change, or none (the exit status is 0
+    either way, README "Exit status"; the line says which)."""
+    if not spec.expect_divergence or spec.sim.clock == "coupled":
+        return
+    if not eq["ok"]:
+        print("--expect-divergence: the behaviour change is reported above; exit status 0")
+        return
+    print(
+        f"--expect-divergence: no divergence: all {len(eq['variants'])} variants saw identical "
+        f"prefix hits for all {eq['n_requests']} requests, so the change did not alter cache "
+        "behaviour on this workload; exit status 0"
+    )
 
 
 def _status(spec: CompareSpec, equivalence: dict) -> int:
@@ -184,8 +202,6 @@ def _status(spec: CompareSpec, equivalence: dict) -> int:
 def _print_cluster(outcome: CompareOutcome) -> int:
     """A cluster run's router table and answer; exit 0 (routers legitimately differ in prefix
     hits: no equivalence is required)."""
-    import pandas as pd
-
     report = outcome.report
     cols = [
         "router", "ttft_p50_s", "ttft_p90_s", "tpot_mean_s", "output_throughput",
@@ -193,8 +209,7 @@ def _print_cluster(outcome: CompareOutcome) -> int:
         "overloaded_instances",
     ]  # fmt: skip
     routers = report["routers"]
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(routers[[c for c in cols if c in routers]].round(4).to_string(index=False))
+    print(text_table(routers, cols))
     print(f"\nscenario: {outcome.meta.scenario}")
     ceil = outcome.meta.hit_rate_ceiling or {}
     best = float(routers["prefix_hit_rate"].max()) if len(routers) else float("nan")
@@ -222,21 +237,17 @@ def _print_answer(report: dict) -> None:
 
 
 def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
-    import pandas as pd
-
     from radixbench.reports.axes import AXES
 
-    ops: pd.DataFrame = report["op_summary"]
+    ops = report["op_summary"]
     keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
-    cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(keep[cols].to_string(index=False))
+    print(text_table(keep, ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]))
+    print()
+    summary = report["variant_summary"]
+    print(text_table(summary, [c for c in summary.columns if c not in AXES]))
+    if len(report["speedups"]):
         print()
-        summary = report["variant_summary"]
-        print(summary.drop(columns=[c for c in AXES if c in summary]).to_string(index=False))
-        if len(report["speedups"]):
-            print()
-            print(report["speedups"].to_string(index=False))
+        print(text_table(report["speedups"]))
     if meta is not None:
         achieved = report["variant_summary"]["prefix_hit_rate"]
         ceil = meta.hit_rate_ceiling or {}
@@ -299,11 +310,9 @@ _METRIC_COLS = [
 
 def _print_metrics(metrics: pd.DataFrame) -> None:
     """Serving metrics per variant (vllm bench serve names), stating the clock mode."""
-    import pandas as pd
-
     if not len(metrics):
         return
     clock = ", ".join(sorted(set(metrics["clock"])))
-    print(f"\nserving metrics (simulated; clock {clock}):")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(metrics[_METRIC_COLS].round(4).to_string(index=False))
+    print(f"\nserving metrics (simulated; clock {clock}; request_throughput in req/s, "
+          "output_throughput in tok/s):")  # fmt: skip
+    print(text_table(metrics, _METRIC_COLS))

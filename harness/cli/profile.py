@@ -60,14 +60,24 @@ def run(args: argparse.Namespace) -> int:
             f"{why}: {n} lines, {cpu:.1f} % cpu" for why, (n, cpu) in left.items()))  # fmt: skip
     core = [SOURCE_ROOT / "cache", SOURCE_ROOT / "sim"]
     in_core = [h for h in own if any(Path(h.file).is_relative_to(c) for c in core)]
-    print("\nhottest lines in the cache and simulator (cache/, sim/):")
-    _print_lines(in_core[: args.top])
+    _print_core(own[: args.top], in_core[: args.top])
     print(f"\nrun folder: {outcome.run_dir}")
     print(f"scalene:    {outcome.scalene_json}" + (
         f", {outcome.scalene_html}" if outcome.scalene_html else ""))  # fmt: skip
     if outcome.torch_trace:
         print(f"torch trace (chrome://tracing, Perfetto): {outcome.torch_trace}")
     return 0 if outcome.equivalent else 1
+
+
+def _print_core(top: list[HotLine], in_core: list[HotLine]) -> None:
+    """The hottest lines in ``cache/`` and ``sim/``, unless they are the table just printed
+    (``top``: when every one of the hottest lines is there, the same table twice said
+    nothing new)."""
+    if in_core == top:
+        print("\nthe hottest lines above are all in the cache and simulator (cache/, sim/)")
+        return
+    print("\nhottest lines in the cache and simulator (cache/, sim/):")
+    _print_lines(in_core)
 
 
 def _print_lines(lines: list[HotLine]) -> None:
