@@ -57,7 +57,11 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         help="write every variant's KV events (BlockStored / BlockRemoved / AllBlocksCleared) "
         "to FILE, one JSON line per published batch with variant, instance and simulated time",
     )
-    c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (on a terminal) nor progress line every 10 s (in a log)",
+    )
     c.add_argument(
         "--summary-only",
         action="store_true",

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tqdm import tqdm
+from radixbench.harness.experiments.progress import progress as progress_display
 
 __all__ = ["client", "run_on_dask"]
 
@@ -76,22 +76,18 @@ def run_on_dask(
     """Start a client (:func:`client`), let ``submit(client)`` submit the tasks (returns future
     -> the item it computes), and call ``on_done(item, future)`` for each future as it
     completes (``future.exception()`` / ``future.result()`` are the caller's to read; an
-    exception ``on_done`` raises stops the run). A ``tqdm`` bar ``desc`` counts completions in
-    ``unit`` out of ``total`` (default: the tasks submitted), starting at ``initial``;
-    ``progress`` None shows it only on a terminal. The client, and a ``LocalCluster`` it
+    exception ``on_done`` raises stops the run). A progress display ``desc`` counts
+    completions in ``unit`` out of ``total`` (default: the tasks submitted), starting at
+    ``initial`` (:func:`~radixbench.harness.experiments.progress.progress`: ``progress`` None
+    gives a bar on a terminal, periodic lines in a log). The client, and a ``LocalCluster`` it
     started, are closed on the way out, also on error or Ctrl-C."""
     from distributed import as_completed
 
     dask = client(scheduler, workers)
     try:
         futures = submit(dask)
-        with tqdm(
-            total=len(futures) if total is None else total,
-            initial=initial,
-            unit=unit,
-            desc=desc,
-            disable=None if progress is None else not progress,
-        ) as bar:
+        count = len(futures) if total is None else total
+        with progress_display(count, desc, unit, progress, initial) as bar:
             for fut in as_completed(futures):
                 on_done(futures[fut], fut)
                 bar.update(1)
