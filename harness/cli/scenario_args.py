@@ -355,7 +355,8 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _resolve_impls(specs: list[str] | None) -> None:
     """Load ``--impl``'s specs (SGLang is loaded here, after every flag was parsed: a mistyped
-    flag does not wait for it); :class:`UsageError` ``--impl: <spec>: <reason>``."""
+    flag does not wait for it); :class:`UsageError` ``--impl: <spec>: <reason>`` (a missing
+    file given by a relative path also names the folder it was looked for from)."""
     if specs is None:
         return
     from radixbench.harness.config.impl import ImplError, resolve_impls
@@ -363,7 +364,13 @@ def _resolve_impls(specs: list[str] | None) -> None:
     try:
         resolve_impls(specs)
     except ImplError as e:
-        raise UsageError(f"--impl: {e}") from None
+        hint = ""
+        relative = any(not Path(spec.split(":")[1]).expanduser().is_absolute()
+                       for spec in specs if spec.count(":") >= 1)  # fmt: skip
+        if relative and "no such file" in str(e):
+            hint = (f" (a relative path is read from the current folder, {Path.cwd()}; the "
+                    "README's examples/ paths are the radixbench checkout's)")  # fmt: skip
+        raise UsageError(f"--impl: {e}{hint}") from None
 
 
 #: SGLang's server-argument names accepted beside radixbench's (sglang 0.5.23,

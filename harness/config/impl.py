@@ -42,7 +42,8 @@ def impl_help() -> str:
     parts = [f"{name} ({e.help})" if e.help else name for name, e in registry.entries().items()]
     return (
         "comma list of cache implementations: " + "; ".join(parts) + ". An implementation "
-        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>"
+        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>. "
+        "A relative PATH or FILE.py is read from the current folder"
     )
 
 

@@ -185,3 +185,19 @@ def test_hicache_and_a_cluster_in_one_scenario_file_name_the_file(
     )
     line = _one_line(["compare", str(scenario)], tmp_path, capsys)
     assert f"{scenario}: [cache.hicache] with {scenario}: [cluster]" in line
+
+
+@pytest.mark.sglang
+def test_a_relative_patch_path_names_the_folder_it_was_read_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    """Issue 31, item 11: the README's patch example works only from the checkout; run from
+    elsewhere, the error says where the relative path was looked for."""
+    monkeypatch.chdir(tmp_path)
+    spec = (
+        "sglang-python:examples/sglang_unified_persistent_heap.py:PersistentHeapUnifiedRadixCache"
+    )
+    line = _one_line(["compare", "eviction-pressure", "--impl", f"sglang-python,{spec}"],
+                     tmp_path, capsys)  # fmt: skip
+    assert f"no such file {tmp_path}/examples/sglang_unified_persistent_heap.py" in line
+    assert f"a relative path is read from the current folder, {tmp_path}" in line

@@ -5,7 +5,6 @@ radixbench's own outside any implementation prints its traceback and exits 4."""
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,7 +150,7 @@ class LegacyEvict(RadixCache):
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang is not installed")
+@pytest.mark.sglang
 @pytest.mark.parametrize(
     ("impl", "expect"),
     [
