@@ -19,6 +19,8 @@ def test_numbers_keep_three_digits_and_thousands_separators() -> None:
     got = [fmt_number(x) for x in (0.475, 3.1333, 14.788, 530.600589, 4277562.60, 102400, 0.0)]
     assert got == ["0.475", "3.13", "14.8", "530.6", "4,277,562.6", "102,400", "0"]
     assert fmt_number(float("nan")) == fmt_number(None) == "-"
+    rates = text_table(pd.DataFrame({"hit_rate": [0.0391, 0.388], "imbalance": [1.11, 1.2]}))
+    assert [ln.split() for ln in rates.splitlines()[1:]] == [["0.039", "1.11"], ["0.388", "1.20"]]
 
 
 def test_a_table_shows_one_unit_per_kind_in_its_headers() -> None:
@@ -37,7 +39,7 @@ def test_a_table_shows_one_unit_per_kind_in_its_headers() -> None:
     assert lines[0].split() == ["variant", "p50_us", "total_ms", "ttft_p50_ms", "route_p99_us",
                                 "output_throughput", "count"]  # fmt: skip
     assert lines[1].split() == ["a/b", "35.3", "34.3", "14.8", "12.2", "4,277,562.6", "174"]
-    assert lines[2].split() == ["c", "4,883.4", "178.2", "1,500", "-", "530.6", "600"]
+    assert lines[2].split() == ["c", "4,883.4", "178.2", "1,500.0", "-", "530.6", "600"]
     assert lines[1].startswith("a/b ")  # text left aligned, numbers right aligned
     assert lines[0].endswith("count") and lines[1].endswith("174")
 
