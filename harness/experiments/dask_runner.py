@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from radixbench.harness.experiments.impl_failure import ImplFailed, impl_failure
 from radixbench.harness.experiments.progress import progress as progress_display
 
 __all__ = ["client", "run_on_dask"]
@@ -111,16 +112,20 @@ def run_points(
     """The points of a study on Dask (:func:`run_on_dask`): ``point_fn(*args[:1], i,
     *args[1:])`` for each point index ``i`` of ``order`` (submitted in that order: the longest
     first, so the cluster ends together), every point's rows gathered as they complete (so in
-    completion order; the caller sorts). A point that raises stops the study with
+    completion order; the caller sorts). A point that raises stops the study: with
+    :class:`~radixbench.harness.experiments.impl_failure.ImplFailed` when an implementation
+    under test raised (its one line, prefixed ``study point <i>: ``), else with
     ``RuntimeError("study point <i> failed: <its first line>")``."""
     rows: list[dict[str, Any]] = []
     head, rest = args[:1], args[1:]
 
     def submit(client: Any) -> dict[Any, int]:
-        return {client.submit(point_fn, *head, i, *rest, pure=False): i for i in order}
+        return {client.submit(_point, point_fn, *head, i, *rest, pure=False): i for i in order}
 
     def done(i: int, fut: Any) -> None:
         exc = fut.exception()
+        if isinstance(exc, ImplFailed):
+            raise exc.within(f"study point {i}: ")
         if exc is not None:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise RuntimeError(f"study point {i} failed: {msg}")
@@ -131,3 +136,16 @@ def run_points(
         unit="point",
     )  # fmt: skip
     return rows
+
+
+def _point(point_fn: Callable[..., list[dict[str, Any]]], *args: Any) -> list[dict[str, Any]]:
+    """``point_fn(*args)`` on a worker; an implementation under test that raises comes back
+    as :class:`~radixbench.harness.experiments.impl_failure.ImplFailed` (the traceback it is
+    read from stays on the worker)."""
+    try:
+        return point_fn(*args)
+    except Exception as e:
+        failure = impl_failure(e)
+        if failure is None:
+            raise
+        raise failure from None

@@ -36,15 +36,24 @@ IMPL_FAILED_STATUS = 3
 class ImplFailed(Exception):
     """The code of implementation ``spec`` raised: ``cls`` / ``method`` (where it was called,
     e.g. ``Raising`` / ``match_prefix``), ``error`` (``Type: message``, one line) and ``where``
-    (``file:line`` of the innermost frame). ``str()`` is the one-line message. Picklable."""
+    (``file:line`` of the innermost frame); ``context``: where in a larger run (a study
+    point). ``str()`` is the one-line message. Picklable."""
 
-    def __init__(self, spec: str, cls: str, method: str, error: str, where: str) -> None:
+    def __init__(
+        self, spec: str, cls: str, method: str, error: str, where: str, context: str = ""
+    ) -> None:
         self.spec, self.cls, self.method, self.error, self.where = spec, cls, method, error, where
+        self.context = context
         what = f"the constructor of {cls}" if method == "__init__" else f"{cls}.{method}"
-        super().__init__(f"impl {spec}: {what} raised {error} ({where})")
+        super().__init__(f"{context}impl {spec}: {what} raised {error} ({where})")
+
+    def within(self, context: str) -> ImplFailed:
+        """The same failure, its line prefixed by ``context`` (``"study point 3: "``)."""
+        return ImplFailed(self.spec, self.cls, self.method, self.error, self.where, context)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return ImplFailed, (self.spec, self.cls, self.method, self.error, self.where)
+        args = (self.spec, self.cls, self.method, self.error, self.where, self.context)
+        return ImplFailed, args
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -192,3 +192,27 @@ def test_a_sweep_cell_whose_implementation_raises_fails_in_one_named_line(
     result = run_cell(cell, str(tmp_path / "cells"))
     assert isinstance(result, CellFailed)
     assert result.reason.startswith("impl raising: RaisingToy.match_prefix raised RuntimeError")
+
+
+def test_a_study_point_whose_implementation_raises_comes_back_named(plugins: None) -> None:
+    """A study point runs on a Dask worker: the failure is named there (the traceback it is
+    read from does not cross processes) and crosses back whole."""
+    import torch
+
+    from radixbench.cache.allocator import TokenToKVPoolAllocator
+    from radixbench.cache.config import CacheConfig
+    from radixbench.cache.key import RadixKey
+    from radixbench.cache.registry import make_cache
+    from radixbench.harness.experiments.dask_runner import _point
+
+    def point(i: int) -> list[dict[str, Any]]:
+        alloc = TokenToKVPoolAllocator(64, torch.device("cpu"))
+        make_cache("raising", None, alloc, CacheConfig()).match_prefix(RadixKey([1, 2, 3]))
+        return []
+
+    with pytest.raises(ImplFailed) as info:
+        _point(point, 3)
+    back = pickle.loads(pickle.dumps(info.value.within("study point 3: ")))
+    assert str(back).startswith(
+        "study point 3: impl raising: RaisingToy.match_prefix raised RuntimeError: boom ("
+    )
