@@ -52,10 +52,11 @@ def test_sigterm_leaves_no_temporary_folder(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "radixbench.harness", "compare", "mooncake-conversation",
            "--requests", "400", "--out", str(out), "--no-progress"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # the run folder appears once the simulation is done
     while time.monotonic() < deadline and not list(out.glob(".tmp-*")):
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.05)
+    assert list(out.glob(".tmp-*")), "the temporary run folder never appeared"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
