@@ -317,6 +317,6 @@ def _print_metrics(metrics: pd.DataFrame) -> None:
     if not len(metrics):
         return
     clock = ", ".join(sorted(set(metrics["clock"])))
-    print(f"\nserving metrics (simulated; clock {clock}; request_throughput in req/s, "
-          "output_throughput in tok/s):")  # fmt: skip
+    print(f"\nserving metrics (simulated; clock {clock}): request_throughput in req/s, "
+          "output_throughput in tok/s")  # fmt: skip
     print(text_table(metrics, _METRIC_COLS))
