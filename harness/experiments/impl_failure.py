@@ -132,7 +132,10 @@ def impl_failure(exc: BaseException) -> ImplFailed | None:
     if isinstance(exc, ImplFailed):
         return exc
     for e in _chain(exc):
-        found = _from(e)
+        try:
+            found = _from(e)
+        except Exception:  # reading the frames must never hide the error being reported
+            found = None
         if found is not None:
             return found
     return None
