@@ -19,7 +19,6 @@ set the rest.
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,18 +29,17 @@ from radixbench.harness.cli.cluster_args import (
     cluster_overrides,
 )
 from radixbench.harness.cli.help_defaults import note_scenario_defaults
-from radixbench.harness.cli.hicache_args import (
-    EXTRA_CONFIG_FLAG,
-    add_hicache_arguments,
-    storage_extra,
-)
+from radixbench.harness.cli.hicache_args import EXTRA_CONFIG_FLAG, storage_extra
+from radixbench.harness.cli.sim_args import add_simulation_arguments
 from radixbench.harness.cli.util import (
     LazyChoices,
     LazyText,
     UsageError,
     csv_list,
+    lazy_names,
     positive_float,
     positive_int,
+    radixbench_module,
     token_count,
 )
 
@@ -99,23 +97,13 @@ OVERRIDES = {
 }
 
 
-def _module(name: str) -> Any:
-    """``radixbench.<name>``, imported now."""
-    return importlib.import_module(f"radixbench.{name}")
-
-
-def _names(module: str, attr: str) -> Callable[[], list[str]]:
-    """The names of registry ``radixbench.<module>.<attr>``, read when called."""
-    return lambda: list(getattr(_module(module), attr))
-
-
 def _listing(head: str, names: Callable[[], list[str]]) -> LazyText:
     return LazyText(lambda: head + ", ".join(names()))
 
 
 def _default() -> str:
     """The scenario a command runs when given none."""
-    return str(_module("harness.config.scenario").DEFAULT_SCENARIO)
+    return str(radixbench_module("harness.config.scenario").DEFAULT_SCENARIO)
 
 
 _SET_HELP = "override a scenario key, e.g. --set workload.groups=4 (TOML value)"
@@ -177,10 +165,10 @@ def add_scenario_arguments(
     c.add_argument("--rate-scale", type=positive_float, help="multiply the request rate")
     if simulation:
         evictors, matchers = (
-            _names("cache.evictor", "EVICTORS"),
-            _names("cache.matcher", "MATCHERS"),
+            lazy_names("cache.evictor", "EVICTORS"),
+            lazy_names("cache.matcher", "MATCHERS"),
         )
-        flatten = _names("sim.config", "FLATTENERS_NAMES")
+        flatten = lazy_names("sim.config", "FLATTENERS_NAMES")
         c.add_argument("--evictors", type=csv_list, help=_listing("comma list of ", evictors))
         c.add_argument("--matchers", type=csv_list, help=_listing("comma list of ", matchers))
         c.add_argument(
@@ -188,7 +176,7 @@ def add_scenario_arguments(
         )
         c.add_argument(
             "--impl", dest="impls", type=csv_list, metavar="SPEC[,SPEC...]",
-            help=LazyText(lambda: _module("harness.config.impl").impl_help()),
+            help=LazyText(lambda: radixbench_module("harness.config.impl").impl_help()),
         )  # fmt: skip
         c.add_argument(
             "--reference",
@@ -210,7 +198,7 @@ def add_scenario_arguments(
             "--policy",
             "--radix-eviction-policy",
             dest="policy",
-            choices=LazyChoices(lambda: sorted(_names("cache.policy", "POLICIES")())),
+            choices=LazyChoices(lambda: sorted(lazy_names("cache.policy", "POLICIES")())),
             metavar="POLICY",
             help="radix cache eviction order: %(choices)s (SGLang's --radix-eviction-policy; "
             "default lru)",
@@ -250,58 +238,16 @@ def add_scenario_arguments(
     )
     c.add_argument(
         "--on-bad-line",
-        choices=LazyChoices(_names("workloads.trace", "BAD_LINE_POLICIES")),
+        choices=LazyChoices(lazy_names("workloads.trace", "BAD_LINE_POLICIES")),
         metavar="MODE",
         help="malformed trace line (%(choices)s): stop with file:line (error) or skip and count it "
         "(default: the scenario's workload.on_bad_line, error unless set)",
     )
     add_set_argument(c)
     if simulation:
-        _add_simulation_arguments(c)
+        add_simulation_arguments(c)
         add_cluster_arguments(c)
     note_scenario_defaults(c, OVERRIDES)
-
-
-def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
-    """The scheduler, clock and cost-model flags of the commands that simulate."""
-    c.add_argument(
-        "--chunked-prefill-size",
-        type=int,
-        metavar="TOKENS",
-        help="tokens per prefill chunk; -1 disables chunking",
-    )
-    c.add_argument(
-        "--sched-policy",
-        "--schedule-policy",
-        dest="sched_policy",
-        choices=LazyChoices(_names("sim.sched_policy", "SCHED_POLICIES")),
-        metavar="POLICY",
-        help="waiting-queue order: %(choices)s (SGLang's --schedule-policy)",
-    )
-    c.add_argument(
-        "--clock",
-        choices=LazyChoices(_names("sim.config", "CLOCKS")),
-        metavar="CLOCK",
-        help="%(choices)s; isolated: measured CPU time recorded only (identical schedules); "
-        "coupled: added to each step's simulated time",
-    )
-    c.add_argument(
-        "--cost-model",
-        metavar="NAME|PATH.toml",
-        help=LazyText(
-            lambda: (
-                "step-time model: linear, a preset "
-                f"({', '.join(_module('sim.cost').preset_names())}) or a TOML file"
-            )
-        ),
-    )
-    c.add_argument(
-        "--gpu-mem-gb",
-        type=positive_float,
-        metavar="GB",
-        help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
-    )
-    add_hicache_arguments(c)
 
 
 def set_overrides(texts: list[str]) -> dict[str, Any]:

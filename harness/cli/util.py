@@ -10,6 +10,18 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 
+def radixbench_module(name: str) -> Any:
+    """``radixbench.<name>``, imported now (what a lazy help text or choice list reads)."""
+    import importlib
+
+    return importlib.import_module(f"radixbench.{name}")
+
+
+def lazy_names(module: str, attr: str) -> Callable[[], list[str]]:
+    """The names of registry ``radixbench.<module>.<attr>``, read when called."""
+    return lambda: list(getattr(radixbench_module(module), attr))
+
+
 class LazyText:
     """An option's help text made by ``make()`` when ``--help`` is formatted (once). argparse
     reads a help as truthy, ``strip()``-able and ``%``-formatted; :class:`DefaultsFormatter`
