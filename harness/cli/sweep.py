@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from radixbench.harness.cli import Terminated
+from radixbench.harness.cli.tables import text_table
 from radixbench.harness.cli.util import check_scheduler, positive_int
 from radixbench.harness.config.grid import load_grid
 from radixbench.harness.experiments.sweep import run_sweep
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             "ttft_p99_s",
             "overloaded",
         ]
-        print(res[[c for c in cols if c in res.columns]].to_string(index=False))
+        print(text_table(res, cols))
         ratios = [c for c in res.columns if c.endswith("_ratio")]
         if ratios:
             print("\nratios against each candidate's baseline partner [95% CI]:")

@@ -22,6 +22,7 @@ import pandas as pd
 from radixbench.harness.config.grid import Cell, Grid
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.harness.experiments.dask_runner import run_on_dask
+from radixbench.harness.experiments.impl_failure import impl_failure
 from radixbench.reports.diagnostics import axis_checks, load_check
 from radixbench.reports.record import read_run
 from radixbench.reports.sweep import plot_sweep
@@ -69,8 +70,9 @@ class CellFailed:
 def run_cell(cell: Cell, cells_dir: str) -> str | CellFailed:
     """Run one cell unless its folder already exists; returns the cell key, or
     :class:`CellFailed` when the cell's input is bad (``ValueError`` / ``OSError`` of
-    :func:`~radixbench.harness.experiments.compare.run_compare`; nothing is written). Runs on a
-    worker."""
+    :func:`~radixbench.harness.experiments.compare.run_compare`; nothing is written) or an
+    implementation under test raised (:func:`~radixbench.harness.experiments.impl_failure.
+    impl_failure`'s line). Runs on a worker."""
     out = Path(cells_dir)
     if (out / cell.key / "config.json").exists():
         return cell.key
@@ -82,8 +84,13 @@ def run_cell(cell: Cell, cells_dir: str) -> str | CellFailed:
             extra_meta={"cell": cell.canonical(), "cell_key": cell.key},
             full_report=False,
         )
-    except (ValueError, OSError) as e:
-        return CellFailed(_one_line(e))
+    except Exception as e:
+        failure = impl_failure(e)  # an implementation under test raised: named, not retried
+        if failure is not None:
+            return CellFailed(str(failure))
+        if isinstance(e, (ValueError, OSError)):
+            return CellFailed(_one_line(e))
+        raise
     return cell.key
 
 

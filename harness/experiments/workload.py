@@ -8,6 +8,7 @@ finished (the infinite-cache ceiling, Belady's optimal eviction at the run's KV 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -52,16 +53,49 @@ def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workloa
     """
     skipped: list[TraceError] = []
     sc = scenario
-    requests = load_workload(
+    try:
+        requests = _load(sc, sc.arrivals, on_bad_line, skipped)
+    except ValueError as e:  # TraceError too
+        if "no request" not in str(e) or not (sc.arrivals.start_s or sc.arrivals.window_s):
+            raise
+        raise ValueError(_empty_selection(sc, on_bad_line) or str(e)) from None
+    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+def _load(
+    sc: Scenario, arrivals: Any, on_bad_line: str | None, skipped: list[TraceError]
+) -> list[TraceRequest]:
+    return load_workload(
         sc.kind,
         sc.workload,
-        sc.arrivals,
+        arrivals,
         np.random.default_rng(sc.seed),
         on_bad_line=on_bad_line or sc.on_bad_line,
         skipped=skipped,
         base_dir=sc.base_dir,
     )
-    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+def _empty_selection(sc: Scenario, on_bad_line: str | None) -> str | None:
+    """Why ``--start`` / ``--window`` selected no request, naming the one at fault and the
+    span the trace's arrivals cover (s after its first request, before ``--time-scale``); None
+    when the whole trace is empty too."""
+    a = sc.arrivals
+    whole = dataclasses.replace(
+        a, start_s=0.0, window_s=None, max_requests=None, time_scale=1.0, rate_scale=1.0
+    )
+    try:
+        everything = _load(sc, whole, on_bad_line, [])
+    except ValueError:
+        return None
+    last = max(r.arrival_s for r in everything) - min(r.arrival_s for r in everything)
+    span = f"its {len(everything):,} requests arrive 0-{last:,.1f} s after the first"
+    if a.start_s > last:
+        return f"{sc.named('arrivals.start_s')} {a.start_s:g}: past the end of the trace ({span})"
+    return (
+        f"{sc.named('arrivals.window_s')} {a.window_s:g}: no request arrives in "
+        f"[{a.start_s:g}, {a.start_s + (a.window_s or 0):g}) s ({span})"
+    )
 
 
 #: A request count in a scenario's description: "first 1,000 requests", "3,000 requests".
