@@ -15,6 +15,8 @@ simulator runs it), so a figure is the cost of the call a scheduler makes, adapt
 * ``evict``: ``evict(16)`` on trees of 1k / 50k / 100k one-token evictable leaves under the
   root (inserted in a seeded order); every call evicts 16 more. radixbench per evictor.
 * ``insert``: 1,000-token inserts sharing 0-900-token prefixes (fresh cache per round; per call).
+* ``adapter``: the overhead of ``--impl sglang`` / ``sglang-python`` per op: what a run
+  records against SGLang's own calls on the same ops (:mod:`radixbench.bench.served_adapter`).
 * ``mixed``: a request stream (16 chats of several turns interleaved; the KV pool holds two
   thirds of what they add up to, so evictions run): per request ``match_prefix`` of the
   prompt, lock, ``evict`` of the shortfall, ``insert`` of prompt + reply, unlock (fresh cache
@@ -64,10 +66,11 @@ class ServedSpec:
     inserts: int = 200
     mixed_requests: int = 300
     reps: int = 9
+    adapter_requests: int = 600
 
     @classmethod
     def quick(cls) -> ServedSpec:
-        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3)
+        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3, 60)
 
 
 def _key(tokens: Any) -> RadixKey:
@@ -86,9 +89,11 @@ def available(specs: tuple[str, ...] = tuple(SGLANG)) -> tuple[list[str], dict[s
     return ok, skipped
 
 
-def _make(spec: str, slots: int, evictor: str = "heapify", matcher: str = "galloping") -> Any:
+def _make(
+    spec: str, slots: int, evictor: str = "heapify", matcher: str = "galloping", pool: Any = None
+) -> Any:
     alloc = TokenToKVPoolAllocator(slots, debug=False)
-    return make_cache(spec, None, alloc, CacheConfig(evictor=evictor, matcher=matcher))
+    return make_cache(spec, pool, alloc, CacheConfig(evictor=evictor, matcher=matcher))
 
 
 def _columns(sglang: list[str], axis: str) -> dict[str, Callable[[int], Any]]:
@@ -305,8 +310,13 @@ def bench_mixed(spec: ServedSpec, sglang: list[str]) -> list[Row]:
 
 
 def run_served(spec: ServedSpec) -> tuple[list[Row], dict[str, str]]:
-    """Every case; the rows and the SGLang implementations left out (with why)."""
+    """Every case, then the adapter's overhead (``case`` ``adapter``,
+    :mod:`radixbench.bench.served_adapter`); the rows and the SGLang implementations left out
+    (with why)."""
+    from radixbench.bench.served_adapter import bench_adapter
+
     sglang, skipped = available()
     rows = bench_match(spec, sglang) + bench_evict(spec, sglang)
     rows += bench_insert(spec, sglang) + bench_mixed(spec, sglang)
+    rows += bench_adapter(spec.adapter_requests, sglang)
     return rows, skipped

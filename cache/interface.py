@@ -206,7 +206,9 @@ class OpTimer(Protocol):
     the stats. Calls nested in a timed call are recorded too but charged to the coupled clock
     once, at the top level. ``timed_with_inner(...)`` additionally records, after each call, a
     row ``inner_op`` with the ns spent in ``inner_fn`` (wrapped the same way and returned as the
-    second element) during that call."""
+    second element) during that call. ``untimed(fn, *args)`` calls ``fn`` and leaves its ns out
+    of every timed call under way (an adapter's bookkeeping inside the implementation's call);
+    a timed call's ns also leave out the stats reads and rows of the timed calls nested in it."""
 
     def timed(
         self, op: str, fn: Callable[..., R], stats: StatsFn, key_len: CountFn, result: CountFn
@@ -222,6 +224,8 @@ class OpTimer(Protocol):
         inner_op: str,
         inner_fn: Callable[..., Any],
     ) -> tuple[Callable[..., R], Callable[..., Any]]: ...
+
+    def untimed(self, fn: Callable[..., R], *args: Any) -> R: ...
 
 
 class TierOps(Protocol):

@@ -263,11 +263,17 @@ class RadixCache(TreeView, RequestOps):
 
     # ------------------------------------------------------------------ insert
     def insert(
-        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
+        self,
+        key: RadixKey,
+        value: Tensor | None = None,
+        priority: int = 0,
+        inserted_len: int = 0,
+        session_id: str | None = None,
     ) -> int:
         """Insert ``key`` with KV slots ``value`` (int64 ``[>= len(key)]``); returns the length
         of the prefix that was already cached (its slots in ``value`` are duplicates for the
-        caller to free).
+        caller to free). ``session_id``: the inserting request's session, carried by the KV
+        event of a new node (0.5.23 ``InsertParams.session_id``).
 
         The key is cut to whole pages and ``value`` to the key's length (SGLang truncates, never
         raises); the tree keeps a clone of the new part of ``value``, never a view of the
@@ -308,7 +314,7 @@ class RadixCache(TreeView, RequestOps):
                 self._refresh(node)
                 self._refresh(leaf)
                 if self.kv_events is not None:
-                    self.kv_events.record_store(leaf)
+                    self.kv_events.record_store(leaf, session_id)
                 return offset
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)

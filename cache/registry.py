@@ -19,7 +19,9 @@ once however many places ask.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,7 @@ __all__ = [
     "make_cache",
     "register_impl",
     "resolve",
+    "spec_of",
     "unregister_impl",
 ]
 
@@ -107,6 +110,8 @@ class ImplEntry:
 _ENTRIES: dict[str, ImplEntry] = {}
 _RESOLVED: dict[str, Resolved] = {}
 _loaded_plugins = False
+#: cache -> the spec :func:`make_cache` built it for (what an error inside it is blamed on)
+_BUILT: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def register_impl(entry: ImplEntry, *, replace: bool = False) -> ImplEntry:
@@ -234,4 +239,17 @@ def make_cache(
     Raises :class:`ImplError` as :func:`resolve`, or ``ValueError`` (one line) when the
     implementation cannot run ``config`` (e.g. an eviction policy it lacks)."""
     r = resolve(spec)
-    return r.entry.factory(r.handle, req_to_token_pool, token_to_kv_pool_allocator, config)
+    cache: PrefixCache = r.entry.factory(
+        r.handle, req_to_token_pool, token_to_kv_pool_allocator, config
+    )
+    with contextlib.suppress(TypeError):  # not weakly referenceable: errors name no spec
+        _BUILT[cache] = spec
+    return cache
+
+
+def spec_of(cache: object) -> str | None:
+    """The spec :func:`make_cache` built ``cache`` for (None for another object)."""
+    try:
+        return _BUILT.get(cache)
+    except TypeError:  # unhashable or not weakly referenceable
+        return None

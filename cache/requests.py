@@ -77,7 +77,10 @@ def checkpoint(
     the output KV first); free the row's slots ``[cache_protected_len, prefix_len)``, duplicates
     of what the tree already held; re-match the key, rewrite ``req_to_token[row,
     cache_protected_len:]`` with the tree's slots; set ``cache_protected_len`` to the key
-    length; move the lock (``req.lock``) to the new last node and set ``req.last_node``.
+    length; move the lock (``req.lock``) to the new last node and set ``req.last_node``. Both
+    inserts carry the request's ``session_id`` (``None`` when it has none), as 0.5.23's
+    ``InsertParams.session_id = req.session_id`` (``unified_radix_cache.py:1187``): the KV
+    events of the nodes they add name the session.
 
     ``adopted``: with tiers, the ranges of the key whose slots the (first) insert adopted for
     host-only nodes it walked (``TieredTree.adopted``: sglang 0.5.23's unified insert restores
@@ -99,12 +102,14 @@ def checkpoint(
     kv_row = pool.req_to_token[row, : len(token_ids)]
     values = kv_row[:n].to(dtype=torch.int64, copy=True)
     priority = req.priority or 0
-    prefix_len = cache.insert(key, values, priority, req.cache_inserted_len)
+    session = getattr(req, "session_id", None)
+    prefix_len = cache.insert(key, values, priority, req.cache_inserted_len, session)
     kept = adopted() if adopted is not None else []
     req.cache_inserted_len = max(req.cache_inserted_len, n)
     n_prompt = min(req.origin_input_len, len(token_ids)) // page * page
     if 0 < n_prompt < n:
-        cache.insert(key[:n_prompt], values[:n_prompt], min(priority + 1, _INT64_MAX), n_prompt)
+        split_priority = min(priority + 1, _INT64_MAX)
+        cache.insert(key[:n_prompt], values[:n_prompt], split_priority, n_prompt, session)
     protected = req.cache_protected_len
     # a copy: the row is rewritten below (allocator: Ownership)
     free_duplicates(cache, kv_row, protected, prefix_len, kept)

@@ -144,7 +144,7 @@ def write_report(
         ops_sum = vs.attach(op_summary(ops))
         var_sum = vs.attach(variant_summary(requests))
         base = vs.resolve_baseline(baseline)
-        speed = speedups(ops_sum, base, vs)
+        speed = speedups(ops_sum, base, vs, ops)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
         clock = meta.clock
@@ -163,7 +163,9 @@ def write_report(
             # the reference alone on the impl axis: its reference rows pair it with every
             # algorithm; an impl pairing with one of them would say the same thing once more
             verdicts = verdicts[verdicts["axis"] != "impl"].reset_index(drop=True)
-        diverged = not equivalence.get("ok", True) and clock != "coupled"
+        diverged = (
+            not equivalence.get("ok", True) and not equivalence.get("exempt") and clock != "coupled"
+        )
         diffs = behaviour_diff(requests, vs, base, n_resamples=n_resamples) if diverged else []
         ans = answer(
             verdicts,
@@ -189,19 +191,29 @@ def write_report(
                 ans.checks,
                 ans.stated,
             )
+        ref_lines: list[str] = []  # the answer's reference lines, in the PR summary too
         if meta.reference:
             ref_rows = reference_rows(
-                ops, vs, base, meta.reference, n_resamples=n_resamples, seed=seed or 0
-            )
+                ops, vs, base, meta.reference, noise=verdicts, n_resamples=n_resamples,
+                seed=seed or 0,
+            )  # fmt: skip
             caveat = DIVERGED_CAVEAT if diverged else ""
-            ans.headline[:0] = reference_lines(ref_rows, _reference_label(meta), caveat)
+            ref_lines = reference_lines(ref_rows, _reference_label(meta), caveat)
+            ans.headline[:0] = ref_lines
             verdicts = (
                 pd.concat([verdicts, ref_rows], ignore_index=True) if len(ref_rows) else verdicts
             )
         if meta.reference_note:
-            ans.headline.insert(0, f"Reference: {meta.reference_note}.")
+            ref_lines = [f"Reference: {meta.reference_note}.", *ref_lines]
+            ans.headline.insert(0, ref_lines[0])
         summary = summary_block(
-            verdicts, ans.checks, ans.serving, equivalence, meta, withhold(ans.stated, ans.checks)
+            verdicts,
+            ans.checks,
+            ans.serving,
+            equivalence,
+            meta,
+            withhold(ans.stated, ans.checks),
+            reference=ref_lines,
         )
         bar.update()
         bar.set_postfix_str("tables")
@@ -343,5 +355,6 @@ def _render(
         },
         plots=plots,
         answer=result["answer"],
+        summary=result["summary"],
     )
     bar.update()

@@ -239,12 +239,18 @@ class TieredTree(TierLocks, RadixCache):
 
     # ------------------------------------------------------------------ insert
     def insert(
-        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
+        self,
+        key: RadixKey,
+        value: Tensor | None = None,
+        priority: int = 0,
+        inserted_len: int = 0,
+        session_id: str | None = None,
     ) -> int:
         """``RadixCache.insert`` with tiers (module docstring): returns the tokens already in
         the tree; the slots of ``adopted`` ranges of that prefix now belong to the tree, the
         rest are duplicates for the caller to free. May back up nodes (host slots, device
-        locks until the ack) and evict host leaves to make room for them."""
+        locks until the ack) and evict host leaves to make room for them. ``session_id`` is
+        unused: the tiered cache records no KV events."""
         page = self.page_size
         key, tokens, value, n_tok = self._insert_input(key, value)
         self.adopted = []
@@ -310,10 +316,13 @@ class TieredTree(TierLocks, RadixCache):
 
     def count_hit(self, node: TieredNode) -> bool:
         """``_inc_hit_count_and_check``: count an insert walk's hit (never under
-        ``write_back``, never on a host-only node); whether it now needs a backup."""
+        ``write_back``, never on a host-only node); whether it now needs a backup. The hit
+        re-keys the node for the policies that read it (LFU, SLRU): the evictor is told."""
         if node.value is None or self.write_back:
             return False
         node.hit_count += 1
+        if node.evictable:
+            self.evictor.on_change(node)
         return node.host_value is None and node.hit_count >= self.threshold
 
     def backup_chain(self, node: TieredNode) -> int:

@@ -98,8 +98,11 @@ def event_params(loaded: Any, config: KVEventConfig) -> dict[str, Any]:
     """``CacheInitParams`` keywords that turn ``loaded``'s recorder on in ``config``'s format:
     ``enable_kv_cache_events``, ``dynamo_kv_event_format`` and a ``KvEventLoraNames`` holding
     ``config.lora_names`` (registered as ``KvEventLoraNames.register`` does for a request of
-    that ``extra_key``, ``events.py:89-104``)."""
+    that ``extra_key``, ``events.py:89-104``) and ``config.lora_adapters`` (as the loaded
+    adapters are, ``register(lora_id=..., lora_name=...)``)."""
     names = loaded.modules[EVENTS].KvEventLoraNames()
+    for lora_id, lora_name in config.lora_adapters:
+        names.register(lora_id=lora_id, lora_name=lora_name)
     for extra_key, lora_name in config.lora_names:
         names.register(SimpleNamespace(extra_key=extra_key, lora_id=extra_key), lora_name)
     return {

@@ -74,13 +74,13 @@ class _ReqProxy:
 
 class ServedHiCache(ServedSGLangCache):
     """The served cache with HiCache on (module docstring). ``hicache``: the tiers' settings;
-    other arguments as :class:`ServedSGLangCache` (no shape shadow: with host-only nodes the
-    Rust core's node and leaf counts are not tracked and read 0)."""
+    other arguments as :class:`ServedSGLangCache` (the Rust core's shape shadow keeps its
+    device-resident nodes: ``tree_stats``)."""
 
     def __init__(self, pool: Any, allocator: Any, config: Any, loaded: Loaded) -> None:
         hc: HiCacheConfig = config.hicache
         self.hicache = hc
-        super().__init__(pool, allocator, config, loaded, shadow=False)
+        super().__init__(pool, allocator, config, loaded)
         st = hc.storage
         page = config.page_size
         utils = loaded.modules["sglang.srt.mem_cache.utils"]
@@ -128,6 +128,7 @@ class ServedHiCache(ServedSGLangCache):
                 # apply_runtime_config enabled storage; the controller's flag follows it
                 self.ctrl.enable_storage = True
         atexit.unregister(self.sgl.shutdown)
+        self._hook_declined_drops()
         self._handles: dict[Any, Any] = {}
         self.tiers = self
         self.storage_on = st is not None
@@ -141,6 +142,22 @@ class ServedHiCache(ServedSGLangCache):
         cache.full_kv_pool_host = self.group
         cache.components[self._full_ct()]._full_kv_pool_host = self.group
 
+    def _hook_declined_drops(self) -> None:
+        """A ``write_back`` leaf whose backup found no host room and whose subtree drop was
+        declined (``_evict_components``, ``unified_radix_cache.py:1036-1056``) stays
+        device-resident: take it off the victims that ``_evict_device_leaf`` recorded, so
+        ``evict`` lists only the leaves it freed (as radixbench's evictors do)."""
+        drop = self.sgl._drop_subtree_no_host
+        tree = self.tree
+
+        def _drop_subtree_no_host(node_id: Any, tracker: Any) -> bool:
+            dropped = bool(drop(node_id, tracker))
+            if not dropped and tree.victims and tree.victims[-1] == node_id:
+                tree.victims.pop()
+            return dropped
+
+        self.sgl._drop_subtree_no_host = _drop_subtree_no_host
+
     def _full_ct(self) -> Any:
         return self.loaded.m["ct"].ComponentType.FULL
 
@@ -149,10 +166,15 @@ class ServedHiCache(ServedSGLangCache):
         return list(self.ctrl.take_actions())
 
     def tree_stats(self) -> tuple[int, int, int]:
+        """``(nodes, device tokens, evictable device leaves)``: the Python core's own node
+        arena and ``evictable_device_leaves``; the Rust core's from the shadow of its
+        device-resident part (``TreeShadow``, ``tiered``: its nodes are those holding a device
+        value, host-only ones are not seen)."""
         sgl = self.sgl
         tokens = int(sgl.evictable_size() + sgl.protected_size())
         if self.rust:
-            return 0, tokens, 0
+            nodes, leaves = self.tree.counts()
+            return nodes, tokens, leaves
         core = self.core
         return len(core._node_arena) - 1, tokens, len(core.evictable_device_leaves)
 
@@ -166,11 +188,15 @@ class ServedHiCache(ServedSGLangCache):
         ``best_match_node``."""
         params = self._Match(key=self._key(key))
         with self._state:
-            r = self._raw["match_prefix"](params)
-            node, n = r.last_device_node, r.device_prefix_len
-            indices = self.sgl.path_device_indices(node)[:n]
+            self.tree.sync()
+            r, indices = self._call["match_prefix"](params)
+        self.tree.on_node(r.last_device_node)
         return MatchResult(
-            indices.to(torch.int64), node, int(n), int(r.host_hit_length), r.best_match_node
+            indices.to(torch.int64),
+            r.last_device_node,
+            int(r.device_prefix_len),
+            int(r.host_hit_length),
+            r.best_match_node,
         )
 
     def insert(
@@ -182,7 +208,9 @@ class ServedHiCache(ServedSGLangCache):
         returned prefix, which the caller must not free."""
         params = self._insert_params(key, value, priority, inserted_len, track_adopted_ranges=True)
         with self._state:
-            r = self._raw["insert"](params)
+            self.tree.sync()
+            r = self._call["insert"](params, len(key))
+        self.tree.on_node(r.last_device_node)
         n = int(r.prefix_len)
         ranges = (r.adopted_ranges or {}).get(self._full, [])
         self.adopted = [(a, min(b, n)) for a, b in ranges if a < n]
@@ -221,6 +249,7 @@ class ServedHiCache(ServedSGLangCache):
     def check_events(self) -> None:
         with self._state:
             self.sgl.check_hicache_events()
+        self.tree.settle()
 
     def load_back(self, match: MatchResult) -> tuple[int, Any, torch.Tensor]:
         """``init_load_back`` as ``PrefillAdder`` calls it for a match with a host hit."""
@@ -232,7 +261,9 @@ class ServedHiCache(ServedSGLangCache):
             req=_ReqProxy(id(match), match.last_node),
         )
         with self._state:
+            self.tree.sync()
             loaded, node = self.sgl.init_load_back(params)
+        self.tree.loading.add(int(node))  # on the device once the load commits
         if not loaded:
             return match.prefix_len, match.last_node, match.device_indices
         indices = self.sgl.path_device_indices(node).to(torch.int64)
@@ -240,7 +271,9 @@ class ServedHiCache(ServedSGLangCache):
 
     def start_loading(self) -> int:
         with self._state:
-            return int(self.sgl.ready_to_load_host_cache())
+            n = int(self.sgl.ready_to_load_host_cache())
+        self.tree.settle()
+        return n
 
     def prefetch(self, rid: Any, match: MatchResult, tokens: Any, namespace: Any) -> None:
         """``Scheduler._prefetch_kvcache`` (``managers/scheduler.py:3342-3392``)."""
@@ -267,7 +300,9 @@ class ServedHiCache(ServedSGLangCache):
             return True
         Pending.now = now
         with self._state:
-            return bool(self.sgl.check_prefetch_progress(self.handle(rid)))
+            ready = bool(self.sgl.check_prefetch_progress(self.handle(rid)))
+        self.tree.settle()  # a finished prefetch inserts into the tree
+        return ready
 
     def prefetch_deadline(self, rid: Any) -> float | None:
         wait = self.sgl._storage_prefetch_wait.get(self._handles.get(rid))

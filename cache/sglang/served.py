@@ -42,18 +42,21 @@ from radixbench.cache.key import RadixKey
 from radixbench.cache.sglang.adapter import SGLangAdapter
 from radixbench.cache.sglang.loader import Loaded
 from radixbench.cache.sglang.process_state import ServedState
-from radixbench.cache.sglang.report import INNER_OPS, timed_inner_ops
+from radixbench.cache.sglang.report import (
+    INNER_OPS,
+    copy_back,
+    core_calls,
+    timed_core_calls,
+    timed_inner_ops,
+)
 from radixbench.cache.sglang.served_tree import ServedTree
 from radixbench.cache.sglang.shims import (
     ReqToTokenShim,
     ServedAllocatorShim,
     ServedReqProxy,
-    release_kv_cache,
     sglang_key,
-    write_back,
 )
 from radixbench.cache.sglang.tree_core import built_core
-from radixbench.cache.timing import time_standard_ops
 
 #: ``get_eviction_strategy`` of sglang 0.5.23 (``mem_cache/utils.py``): all run on both cores.
 SERVED_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru")
@@ -133,8 +136,13 @@ class ServedSGLangCache(SGLangAdapter):
         self._inner: dict[str, Callable[..., Any]] = dict(self._raw)
         use_shadow = self.rust if shadow is None else shadow
         full = m["ct"].ComponentType.FULL
-        self.tree = ServedTree(self.sgl, full, self.rust, self._state, use_shadow)
+        tiered = config.hicache is not None
+        self.tree = ServedTree(self.sgl, full, self.rust, self._state, use_shadow, tiered)
         self.tree.hook(self._inner)
+        #: SGLang's calls alone, by op (what ``instrument`` times: the adapter's key and
+        #: result conversions, shadow and state swaps run around them, untimed)
+        self._sgl_calls = core_calls(self.sgl, self._raw, self._alloc_shim, req_to_token_pool)
+        self._call: dict[str, Callable[..., Any]] = dict(self._sgl_calls)
 
     # ------------------------------------------------------------------ plumbing
     def _key(self, key: RadixKey, copy: bool = False) -> Any:
@@ -187,12 +195,17 @@ class ServedSGLangCache(SGLangAdapter):
         return [from_sglang(e) for e in self.sgl.take_events()]
 
     def instrument(self, timer: OpTimer) -> None:
-        """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /
-        ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as the cache calls them on itself
-        (one row per logical operation: :mod:`radixbench.cache.sglang.report`). Mutates this
-        adapter (its ``_inner`` table, through which ``ServedTree.hook`` routes those calls)."""
-        time_standard_ops(self, timer)
+        """Put ``timer`` around SGLang's calls alone (``report.timed_core_calls``: the
+        adapter's conversions, shadow and state swaps stay outside; inside ``release`` and
+        inside SGLang's calls they run under ``timer.untimed``) and around SGLang's own
+        ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as the cache calls
+        them on itself (one row per logical operation: :mod:`radixbench.cache.sglang.report`).
+        Mutates this adapter (its ``_call`` and ``_inner`` tables, ``release``)."""
+        self._call = timed_core_calls(
+            timer, self._sgl_calls, self.tree_stats, self.sgl.evictable_size
+        )
         self._inner.update(timed_inner_ops(timer, self._raw, self.tree_stats))
+        self.tree.untimed = timer.untimed
 
     # ------------------------------------------------------------------ tree
     def match_prefix(self, key: RadixKey) -> MatchResult:
@@ -203,11 +216,10 @@ class ServedSGLangCache(SGLangAdapter):
         params = self._Match(key=self._key(key))
         with self._state:
             self.tree.sync()
-            r = self._raw["match_prefix"](params)
-            node, n = r.last_device_node, r.device_prefix_len
+            r, indices = self._call["match_prefix"](params)
+            node = r.last_device_node
             self.tree.on_node(node)
-            indices = self.sgl.path_device_indices(node)[:n]
-        return MatchResult(indices.to(torch.int64), node, int(n))
+        return MatchResult(indices.to(torch.int64), node, int(r.device_prefix_len))
 
     def insert(
         self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
@@ -220,7 +232,7 @@ class ServedSGLangCache(SGLangAdapter):
         params = self._insert_params(key, value, priority, inserted_len)
         with self._state:
             self.tree.sync()
-            r = self._raw["insert"](params)
+            r = self._call["insert"](params, len(key))
             self.tree.on_node(r.last_device_node)
         return int(r.prefix_len)
 
@@ -244,9 +256,10 @@ class ServedSGLangCache(SGLangAdapter):
         numbering) in order."""
         victims: list[int] = []
         self.tree.victims = victims
+        params = self._Evict(num_tokens=num_tokens)
         with self._state:
             self.tree.sync()
-            r = self.sgl.evict_for_alloc(self._Evict(num_tokens=num_tokens))
+            r = self._call["evict"](params)
         return EvictResult(int(r.num_tokens_evicted), [self.tree.node_id(v) for v in victims])
 
     def inc_lock_ref(self, node: Any) -> int:
@@ -255,7 +268,7 @@ class ServedSGLangCache(SGLangAdapter):
         before = self.sgl.evictable_size()
         with self._state:
             self.tree.sync()
-            r = self._raw["inc_lock_ref"](node)
+            r = self._call["inc_lock_ref"](node, before)
         self.tree.on_lock(node, 1)
         self._receipts.setdefault(int(node), []).append(r.to_dec_params())
         return int(self.sgl.evictable_size() - before)
@@ -270,7 +283,7 @@ class ServedSGLangCache(SGLangAdapter):
         before = self.sgl.evictable_size()
         with self._state:
             self.tree.sync()
-            self._raw["dec_lock_ref"](node, receipts.pop())
+            self._call["dec_lock_ref"](node, receipts.pop(), before)
         self.tree.on_lock(node, -1)
         return int(self.sgl.evictable_size() - before)
 
@@ -291,15 +304,6 @@ class ServedSGLangCache(SGLangAdapter):
         handle._radixbench_released = True
 
     # ------------------------------------------------------------------ requests
-    def _checkpoint(self, req: Any, up_to: int, finished: bool) -> None:
-        proxy = ServedReqProxy(req, finished)
-        with self._state, self._alloc_shim.group():
-            self.tree.sync()
-            self.sgl.checkpoint(proxy, up_to=up_to)
-        if req.lock is not None and req.lock is not proxy.lock:
-            req.lock._radixbench_released = True
-        write_back(proxy, req)
-
     def checkpoint(self, req: Any, up_to: int) -> None:
         """``UnifiedRadixCache.checkpoint(req, up_to=up_to)`` (``unified_radix_cache.py:
         1159-1336``) of an unfinished request on a ``ServedReqProxy``, as ``checkpoint_kv_cache``
@@ -307,18 +311,20 @@ class ServedSGLangCache(SGLangAdapter):
         ``lock`` and ``last_node`` back onto ``req``. Mutates the tree, the allocator (its
         inserts free the duplicates themselves, ``prev_prefix_len = cache_protected_len``, in
         one free group) and ``req``'s row."""
-        self._checkpoint(req, up_to, finished=False)
+        proxy = ServedReqProxy(req, False)
+        with self._state:
+            self.tree.sync()
+            self._call["checkpoint"](proxy, up_to)
+        copy_back(proxy, req)
 
     def release(self, req: Any, owned_len: int, checkpoint: bool) -> None:
         """``release_kv_cache`` (``common.py:400-444``) for a FULL tree
         (:func:`~radixbench.cache.sglang.shims.release_kv_cache`): with ``checkpoint`` the final
-        checkpoint (``req.finished()`` true; untimed, as radixbench's helper); free a copy of
-        ``req_to_token[row, cache_protected_len:owned_len]``; unlock; free the row. Raises
-        ``RuntimeError`` without a ``ReqToTokenPool``."""
-        final = (lambda: self._checkpoint(req, owned_len, finished=True)) if checkpoint else None
-
-        def unlock(lock: Any) -> None:
-            ServedSGLangCache.unlock(self, lock)
-
-        pool = self.req_to_token_pool
-        release_kv_cache(pool, self.allocator, req, owned_len, final, unlock)
+        checkpoint (``req.finished()`` true; not a row of its own, as radixbench's helper);
+        free a copy of ``req_to_token[row, cache_protected_len:owned_len]``; unlock; free the
+        row. The request's proxy is made before the timed call. Raises ``RuntimeError``
+        without a ``ReqToTokenPool``."""
+        proxy = ServedReqProxy(req, True) if checkpoint else None
+        with self._state:
+            self.tree.sync()
+            self._call["release"](req, owned_len, proxy)

@@ -26,10 +26,19 @@ class ServedTree:
     """The tree of the ``UnifiedRadixCache`` instance ``sgl``. ``full``: the load's
     ``ComponentType.FULL``; ``rust``: its core is the Rust one; ``state``: the adapter's
     ``ServedState`` (its node counter numbers the Python core's nodes); ``shadow``: keep a
-    ``TreeShadow`` (needed for the Rust core). ``victims``: the ids (the core's) of the leaves
+    ``TreeShadow`` (needed for the Rust core; ``tiered``: HiCache's, of the device-resident
+    nodes). ``victims``: the ids (the core's) of the leaves
     evicted since the adapter last replaced the list."""
 
-    def __init__(self, sgl: Any, full: Any, rust: bool, state: ServedState, shadow: bool) -> None:
+    def __init__(
+        self,
+        sgl: Any,
+        full: Any,
+        rust: bool,
+        state: ServedState,
+        shadow: bool,
+        tiered: bool = False,
+    ) -> None:
         self.sgl, self.core, self.full, self.rust, self.state = (
             sgl,
             sgl.tree_core,
@@ -38,8 +47,13 @@ class ServedTree:
             state,
         )
         self.victims: list[int] = []
+        #: HiCache: load-back nodes not yet on the device (:meth:`settle`)
+        self.loading: set[int] = set()
+        #: runs the shadow's bookkeeping inside SGLang's calls (the adapter sets the timer's
+        #: ``untimed`` when instrumented, so the shadow is not timed as SGLang's work)
+        self.untimed: Callable[..., Any] = _call
         self.renumber()
-        self.shadow = TreeShadow(self.core, full, self.root) if shadow else None
+        self.shadow = TreeShadow(self.core, full, self.root, tiered) if shadow else None
 
     def renumber(self) -> None:
         """Read the root's handle and the first id a tree node gets (after a reset)."""
@@ -71,22 +85,45 @@ class ServedTree:
         self.sgl._evict_device_leaf = _evict_device_leaf
 
     def _logged(self, op: str, ops: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
+        """SGLang's call ``op`` on itself through ``ops``; with a shadow, its queued events are
+        applied first (under :attr:`untimed`: the shadow's work is not SGLang's) and the
+        call's own queued after (O(1))."""
         shadow = self.shadow
+        if shadow is None:
+
+            def plain(*args: Any, **kwargs: Any) -> Any:
+                if kwargs:  # the timer passes positional arguments only; SGLang's keyword
+                    args = (*args, *kwargs.values())  # arguments here are the trailing ones
+                return ops[op](*args)
+
+            return plain
+        node_op = op == "insert" or op == "match_prefix"
+        delta = 1 if op == "inc_lock_ref" else -1
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if shadow is not None:
-                shadow.sync()
-            if kwargs:  # the timer passes positional arguments only; SGLang's keyword
-                args = (*args, *kwargs.values())  # arguments here are the trailing ones
+            if shadow.queue:
+                self.untimed(shadow.sync)
+            if kwargs:
+                args = (*args, *kwargs.values())
             r = ops[op](*args)
-            if shadow is not None:
-                if op == "insert" or op == "match_prefix":
-                    shadow.on_node(int(r.last_device_node))
-                else:
-                    shadow.on_lock(int(args[0]), 1 if op == "inc_lock_ref" else -1)
+            if node_op:
+                shadow.on_node(int(r.last_device_node))
+            else:
+                shadow.on_lock(int(args[0]), delta)
             return r
 
         return call
+
+    def settle(self) -> None:
+        """HiCache: the nodes of pending load backs (:attr:`loading`) that are on the device
+        now, and nodes made without an event (``TreeShadow.discover``), join the shadow."""
+        if self.shadow is None:
+            return
+        for node in self.loading:
+            self.shadow.on_node(node)
+        self.shadow.discover()
+        kids = self.shadow.kids
+        self.loading = {n for n in self.loading if n not in kids and self.shadow.exists(n)}
 
     def sync(self) -> None:
         """Before a call into SGLang: apply the shadow's queued events (no shadow: nothing)."""
@@ -141,3 +178,7 @@ class ServedTree:
         if self.shadow is not None:
             return self.shadow.lock_count(int(node))
         return int(self.core.node_by_id(int(node)).component_data[self.full].lock_ref)
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)

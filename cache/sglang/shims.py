@@ -142,7 +142,9 @@ class ServedReqProxy:
     """What ``checkpoint_into_tree`` (``unified_radix_cache.py:1164``) reads and writes of a
     ``Req``: ``full_untruncated_fill_ids``, ``origin_input_ids`` (their tokens: the prompt key
     splits the leaf), ``kv`` (row, protected / inserted lengths), namespace, priority, lock,
-    ``last_node``, ``finished()``; no streaming session, rotation base or session id."""
+    ``last_node``, ``finished()``, ``session_id`` (its inserts' ``InsertParams.session_id``,
+    which the KV events carry; ``None`` when the request has none); no streaming session or
+    rotation base."""
 
     def __init__(self, req: Any, finished: bool) -> None:
         tokens = req.token_ids()
@@ -156,7 +158,8 @@ class ServedReqProxy:
         self.extra_key = req.extra_key
         self.cache_salt = getattr(req, "cache_salt", None)
         self.priority = req.priority
-        self.session = self.session_id = self.kv_rotation_base = None
+        self.session = self.kv_rotation_base = None
+        self.session_id = getattr(req, "session_id", None)
         self.lock = req.lock
         self.last_node = req.last_node
         self._finished = finished

@@ -17,6 +17,12 @@ keeps them from what the core does report, through the backend-neutral interface
 * evictions: every victim leaves its parent (found by wrapping the cache's
   ``_evict_device_leaf``, ``unified_radix_cache.py:918``).
 
+With HiCache (``tiered``) the shadow is the tree's device-resident part, the nodes whose FULL
+device value is present (a device leaf there is a leaf of ``evictable_device_leaves``'s
+kind, ``_is_device_leaf``): a victim leaves it only once it is deleted or host-only after the
+call (``is_full_device_evicted``; a write-back victim whose backup found no host room stays),
+and a load back's node (``on_node``) brings its path back.
+
 Events are queued (O(1) each) and applied by ``sync()``, which the adapter calls before every
 SGLang call and in ``stats()``, so a new node is always looked up in the state right after the
 operation that made it. ``stats()`` is then O(1) (node count, evictable-leaf count); a node is
@@ -38,9 +44,13 @@ class TreeShadow:
     set of a tree core, keyed by the core's node ids. ``core``: the tree core
     (``collect_path_info``, ``get_component_device_value``); ``full``: ``ComponentType.FULL``."""
 
-    def __init__(self, core: Any, full: Any, root: int) -> None:
+    def __init__(self, core: Any, full: Any, root: int, tiered: bool = False) -> None:
         self.core = core
         self.full = full
+        #: HiCache: the shadow keeps the device-resident nodes only; a victim of
+        #: ``_evict_device_leaf`` may stay (a write-back whose backup found no room) or stay as
+        #: a host-only node, and ``on_node`` after a load back brings nodes back
+        self.tiered = tiered
         self.reset(root)
 
     def reset(self, root: int) -> None:
@@ -52,6 +62,10 @@ class TreeShadow:
         self.lock: dict[int, int] = {root: 1}
         self.evictable: set[int] = set()
         self.queue: list[tuple[str, int, int]] = []
+        #: HiCache: locks of nodes not on the device yet (a load back), until they join
+        self.pending_lock: dict[int, int] = {}
+        #: the first node id :meth:`discover` probes
+        self.probe = root + 1
 
     # ------------------------------------------------------------------ events
     def on_node(self, node: int) -> None:
@@ -94,15 +108,18 @@ class TreeShadow:
             node, parent = int(info.node_id), int(info.parent_id)
             if node in self.kids:
                 continue
-            slot = self._first_slot(node)
+            value = self.core.get_component_device_value(node, self.full)
+            if value is None:  # HiCache: host-only (a load back not yet committed) from here
+                return
+            slot = int(value[0])
             siblings = self.kids[parent]
             old = siblings.get(slot)
             self.parent[node] = parent
             self.first[node] = slot
             siblings[slot] = node  # a split's upper half takes its lower half's place
-            if old is None:  # a new leaf
+            if old is None:  # a new leaf (locks taken while it was not on the device)
                 self.kids[node] = {}
-                self.lock[node] = 0
+                self.lock[node] = self.pending_lock.pop(node, 0)
                 self._refresh(parent)
             else:  # the upper half of a split of ``old``
                 new_first = self._first_slot(old)
@@ -113,6 +130,17 @@ class TreeShadow:
             self._refresh(node)
 
     def _lock(self, node: int, delta: int) -> None:
+        if node not in self.lock:  # locked inside the call that made it (a HiCache backup)
+            self._add_path(node)
+        if node not in self.lock:  # HiCache: a node being loaded back, not on the device yet
+            (path,) = self.core.collect_path_info([node])
+            node = self.root  # the path lists the root's descendants only
+            for info in reversed(path):
+                n = int(info.node_id)
+                if n in self.lock:
+                    node = n
+                    break
+                self.pending_lock[n] = self.pending_lock.get(n, 0) + delta
         while True:
             self.lock[node] += delta
             if delta < 0 and self.lock[node] < 0:
@@ -122,7 +150,41 @@ class TreeShadow:
                 return
             node = self.parent[node]
 
+    def discover(self, window: int = 8) -> None:
+        """HiCache: add the device-resident nodes made without an event (a storage prefetch's
+        host insert that splits a device node, inside ``check_hicache_events``): the Rust core
+        mints node ids in order, so the ids after the newest one seen are probed until
+        ``window`` in a row do not exist."""
+        self.sync()
+        nid, misses = self.probe, 0
+        while misses < window:
+            try:
+                self.core.collect_path_info([nid])
+            except KeyError:
+                misses += 1
+            else:
+                misses = 0
+                self._add_path(nid)
+                self.probe = nid + 1
+            nid += 1
+
+    def exists(self, node: int) -> bool:
+        """Whether the core still has ``node`` (``collect_path_info`` raises ``KeyError`` for
+        a deleted one)."""
+        try:
+            self.core.collect_path_info([node])
+        except KeyError:
+            return False
+        return True
+
+    def _on_device(self, node: int) -> bool:
+        """Whether ``node`` still holds its FULL device value (HiCache): not when it was
+        deleted or is host-only now."""
+        return self.exists(node) and not self.core.is_full_device_evicted(node)
+
     def _evict(self, node: int) -> None:
+        if node not in self.parent or (self.tiered and self._on_device(node)):
+            return  # already gone from the device, or kept (a declined write-back)
         parent = self.parent.pop(node)
         del self.kids[parent][self.first.pop(node)]
         del self.kids[node], self.lock[node]

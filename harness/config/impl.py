@@ -18,7 +18,6 @@ itself (``radixbench.cache.registry.make_cache``, given ``Variant.impl``).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,6 @@ from radixbench.sim.config import Variant
 __all__ = [
     "Impl",
     "ImplError",
-    "impl_arg",
     "impl_help",
     "impl_variants",
     "implementations",
@@ -44,7 +42,8 @@ def impl_help() -> str:
     parts = [f"{name} ({e.help})" if e.help else name for name, e in registry.entries().items()]
     return (
         "comma list of cache implementations: " + "; ".join(parts) + ". An implementation "
-        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>"
+        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>. "
+        "A relative PATH or FILE.py is read from the current folder"
     )
 
 
@@ -95,17 +94,6 @@ def resolve_impls(specs: Sequence[str]) -> tuple[Impl, ...]:
         taken.add(label)
         out.append(Impl(spec, label, impl.axes))
     return tuple(out)
-
-
-def impl_arg(text: str) -> list[str]:
-    """``argparse`` type of ``--impl``: a comma list of specs, resolved (loaded) now so that a
-    bad one is reported as ``argument --impl: <spec>: <reason>``; returns the specs."""
-    specs = [x.strip() for x in text.split(",") if x.strip()]
-    try:
-        resolve_impls(specs)
-    except ImplError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return specs
 
 
 def impl_variants(

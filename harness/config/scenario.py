@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Any
 
 from radixbench.cache.registry import check_policy
-from radixbench.harness.config.cluster_table import parse_cluster
+from radixbench.harness.config.cluster_table import check_cluster, parse_cluster
 from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
@@ -84,6 +84,13 @@ class Scenario:
     reference: str = ""
     #: why the reference asked for does not run (not installed, cannot load...), "" when it does
     reference_note: str = ""
+    #: (key, what set it) for the keys an override set (``("arrivals.start_s", "--start")``):
+    #: an error found later, e.g. while loading the trace, names that (:meth:`named`)
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def named(self, key: str) -> str:
+        """What an error about ``key`` names: the flag that set it, else ``<file>: <key>``."""
+        return dict(self.origins).get(key) or f"{self.file}: {key}"
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -368,12 +375,14 @@ def load_scenario(
             blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
     try:
-        return parse_scenario(doc, file, name, path.parent.resolve())
+        scenario = parse_scenario(doc, file, name, path.parent.resolve())
     except ScenarioError as exc:
         origin = _origin(exc.key, blame)
         if origin is None:
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
+    check_cluster(scenario, blame)
+    return dataclasses.replace(scenario, origins=tuple(blame.items()))
 
 
 def _origin(key: str | None, blame: dict[str, str]) -> str | None:

@@ -52,8 +52,9 @@ def test_events_off_by_default_and_free() -> None:
 
 
 def test_emission_points() -> None:
-    """One store per new node (nothing for a cached key, a match or a split), one removal per
-    evicted node, children before a parent that becomes a leaf, AllBlocksCleared on reset."""
+    """A store per new node (nothing for a cached key, a match or a split), removals of the
+    evicted nodes (one event: consecutive removals coalesce), children before a parent that
+    becomes a leaf, AllBlocksCleared on reset."""
     cache = _cache(page=2)
     assert [type(e) for e in cache.take_actions()] == [AllBlocksCleared]
     _insert(cache, [1, 2, 3, 4, 5, 6])

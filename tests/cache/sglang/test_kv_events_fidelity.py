@@ -8,14 +8,17 @@ the installed ``hash_binding.cpp``) — all loaded from the installed package at
 the operation streams of ``test_served_fidelity.py`` / ``test_legacy_fidelity.py``
 (inserts under memory pressure, matches, locks, evictions, request flows with checkpoints,
 finishes, retractions; keys in the default namespace, an ``extra_key`` and a ``cache_salt``)
-in lockstep, with events on. After EVERY operation each side's events are drained
-(``take_actions``, the call the scheduler's publisher makes) and the concatenated block
-sequences compared: per stored page its id, parent id, tokens, medium, salt and LoRA name;
-per removed page its id and medium; every ``AllBlocksCleared``. Event boundaries are not
-compared (the Python recorder coalesces queued events; the Rust core and radixbench do not).
+in lockstep, with events on; admitted requests belong to one of two sessions or to none
+(``session_id``). After EVERY operation each side's events are drained (``take_actions``, the
+call the scheduler's publisher makes) and compared: with the Python core, event for event in
+wire form (boundaries included: radixbench's queue coalesces as its ``KVCacheEventRecorder.
+enqueue`` does); with the Rust core, which groups removals its own way, the concatenated block
+sequences: per stored page its id, parent id, tokens, medium, salt, session, LoRA name and id;
+per removed page its id and medium; every ``AllBlocksCleared``.
 
 Cases: page size {1, 16} x event format {default, default with ``extra_key`` "lora" naming a
-LoRA adapter, Dynamo} under LRU, plus LFU / priority / FIFO victims at both page sizes.
+LoRA adapter, Dynamo, Dynamo with "lora" the id of a loaded adapter (``lora_name`` resolved
+from the adapter table)} under LRU, plus LFU / priority / FIFO victims at both page sizes.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import torch
 from hypothesis import assume, given, settings
 
 from radixbench.cache import CacheConfig, RadixCache, ReqToTokenPool, make_allocator
-from radixbench.cache.kv_events import KVEventConfig
+from radixbench.cache.kv_events import KVEventConfig, event_to_wire
 from radixbench.cache.radix_cache import counter_clock
 
 if importlib.util.find_spec("sglang") is None:
@@ -60,7 +63,9 @@ FORMATS = {
     "default": KVEventConfig(),
     "lora": KVEventConfig(lora_names=(("lora", "adapter-a"),)),
     "dynamo": KVEventConfig(dynamo_format=True),
+    "dynamo-adapter": KVEventConfig(dynamo_format=True, lora_adapters=(("lora", "adapter-b"),)),
 }
+SESSIONS = (None, "session-a", "session-b")  # a request's, by its row
 CASES = [("lru", page, fmt) for page in (1, 16) for fmt in FORMATS] + [
     (policy, page, "default") for policy in ("lfu", "priority", "fifo") for page in (1, 16)
 ]
@@ -77,9 +82,8 @@ def _blocks(events: list[Any]) -> list[tuple]:
             size, parent = e.block_size, e.parent_block_hash
             for i, h in enumerate(e.block_hashes):
                 tokens = tuple(e.token_ids[i * size : (i + 1) * size])
-                out.append(
-                    ("stored", h, parent, tokens, e.medium, e.cache_salt, e.lora_name, e.lora_id)
-                )
+                page = ("stored", h, parent, tokens, e.medium)
+                out.append((*page, e.cache_salt, e.session_id, e.lora_name, e.lora_id))
                 parent = h
         elif kind == "BlockRemoved":
             out += [("removed", h, e.medium) for h in e.block_hashes]
@@ -97,7 +101,7 @@ def _sides(policy: str, page: int, fmt: KVEventConfig) -> list[Any]:
 
     alloc, pool = parts()
     conf = CacheConfig(page, "heapify", "galloping", policy, cfg, kv_events=fmt)
-    sides = [served.Side(RadixCache(pool, alloc, conf, clock=counter_clock()), alloc, pool, "rb")]
+    sides = [EventSide(RadixCache(pool, alloc, conf, clock=counter_clock()), alloc, pool, "rb")]
     for loaded in (RUST, PYTHON):
         a, p = parts()
         try:
@@ -106,8 +110,21 @@ def _sides(policy: str, page: int, fmt: KVEventConfig) -> list[Any]:
             )
         except SGLangLoadError as e:  # the Python core's page hash could not be compiled
             pytest.skip(str(e))
-        sides.append(served.Side(cache, a, p, f"sglang-{loaded.core}"))
+        sides.append(EventSide(cache, a, p, f"sglang-{loaded.core}"))
     return sides
+
+
+class EventSide(served.Side):
+    """A side whose admitted requests carry a session (``SESSIONS``, by their row)."""
+
+    def op_admit(self, op: Any) -> tuple:
+        r = self.apply_admit(op)
+        if r[0] == "admit":
+            req = self.reqs[-1]
+            req.session_id = SESSIONS[req.req_pool_idx % len(SESSIONS)]
+        return r
+
+    apply_admit = served.Side.op_admit
 
 
 def run_lockstep(case: tuple[str, int, str], ops: list[bytes]) -> int:
@@ -120,14 +137,23 @@ def run_lockstep(case: tuple[str, int, str], ops: list[bytes]) -> int:
     history: list[str] = []
 
     def check(i: int, what: str) -> int:
-        mine = _blocks(ours.cache.take_actions())
+        events = ours.cache.take_actions()
+        mine, wire = _blocks(events), [event_to_wire(e) for e in events]
+        TOTALS["events rb"] += len(events)
+        TOTALS["session pages"] += sum(b[0] == "stored" and b[6] is not None for b in mine)
+        TOTALS["lora pages"] += sum(b[0] == "stored" and b[7] is not None for b in mine)
         for ref in refs:
-            theirs = _blocks(ref.cache.take_actions())
-            if mine != theirs:
+            theirs_events = ref.cache.take_actions()
+            TOTALS[f"events {ref.name}"] += len(theirs_events)
+            if ref.name == "sglang-python":  # the recorder radixbench's queue follows
+                mine_, theirs = wire, [event_to_wire(e) for e in theirs_events]
+            else:
+                mine_, theirs = mine, _blocks(theirs_events)
+            if mine_ != theirs:
                 text = "\n".join(history[-20:])
                 raise AssertionError(
                     f"{case}: op {i} ({what}): events differ on {ref.name}\n"
-                    f"  radixbench: {mine}\n  {ref.name}: {theirs}\nlast ops:\n{text}"
+                    f"  radixbench: {mine_}\n  {ref.name}: {theirs}\nlast ops:\n{text}"
                 )
         return len(mine)
 
@@ -168,7 +194,12 @@ def test_zz_kv_events_total() -> None:
         pytest.skip("some KV-event cases were deselected or failed")
     assert TOTALS["ops"] >= len(CASES) * base.OPS_PER_STREAM
     assert TOTALS["blocks"] >= 25_000, TOTALS
+    assert TOTALS["events rb"] == TOTALS["events sglang-python"] < TOTALS["blocks"]
+    assert TOTALS["session pages"] >= 1000 and TOTALS["lora pages"] >= 1000, TOTALS
     print(
         f"\nKV events: {TOTALS['ops']} ops, {TOTALS['blocks']} blocks compared on radixbench, "
-        f"sglang Rust and Python cores, 0 differences ({TOTALS['cpu_ms'] / 1000:.1f} s CPU)"
+        f"sglang Rust and Python cores, 0 differences; events (grouped): radixbench "
+        f"{TOTALS['events rb']}, sglang Python core {TOTALS['events sglang-python']}, Rust core "
+        f"{TOTALS['events sglang-rust']}; stored pages naming a session {TOTALS['session pages']}, "
+        f"an adapter {TOTALS['lora pages']} ({TOTALS['cpu_ms'] / 1000:.1f} s CPU)"
     )
