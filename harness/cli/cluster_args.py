@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from radixbench.harness.cli.util import LazyText, UsageError, csv_list, positive_int
+from radixbench.harness.cli.util import UsageError, csv_list, lazy_help, positive_int
 
 __all__ = ["add_cluster_arguments", "cluster_origins", "cluster_overrides"]
 
@@ -34,7 +34,7 @@ def add_cluster_arguments(c: argparse.ArgumentParser) -> None:
         "--routers",
         type=csv_list,
         metavar="NAME[,NAME...]",
-        help=LazyText(routers),
+        help=lazy_help(routers),
     )
     g.add_argument(
         "--router-option",

@@ -64,7 +64,7 @@ def note_scenario_defaults(c: argparse.ArgumentParser, overrides: dict[str, str]
     are read (all at once) when ``--help`` is formatted: building the parser loads nothing."""
     import functools
 
-    from radixbench.harness.cli.util import LazyText
+    from radixbench.harness.cli.util import lazy_help
 
     actions = [a for a in c._actions if a.dest in overrides]
 
@@ -74,7 +74,7 @@ def note_scenario_defaults(c: argparse.ArgumentParser, overrides: dict[str, str]
 
         return DEFAULT_SCENARIO, default_scenario_values([overrides[a.dest] for a in actions])
 
-    def noted(text: object, key: str) -> LazyText:
+    def noted(text: object, key: str) -> str:
         def make() -> str:
             help_text = str(text or "")
             if "default" in help_text:  # says its own
@@ -82,7 +82,7 @@ def note_scenario_defaults(c: argparse.ArgumentParser, overrides: dict[str, str]
             name, found = values()
             return f"{help_text} (default: the scenario's; {name}: {found[key].replace('%', '%%')})"
 
-        return LazyText(make)
+        return lazy_help(make)
 
     for a in actions:
         a.help = noted(a.help, overrides[a.dest])

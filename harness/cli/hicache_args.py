@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from radixbench.harness.cli.util import LazyText, UsageError, csv_list
+from radixbench.harness.cli.util import UsageError, csv_list, lazy_help
 
 __all__ = ["EXTRA_CONFIG_FLAG", "add_hicache_arguments", "hicache_flag", "storage_extra"]
 
@@ -47,7 +47,7 @@ def add_hicache_arguments(c: argparse.ArgumentParser) -> None:
         "--hicache-write-policy",
         type=csv_list,
         metavar="POLICY[,POLICY]",
-        help=LazyText(
+        help=lazy_help(
             lambda: (
                 f"{', '.join(_hicache().WRITE_POLICIES)} (a comma list is an axis: one "
                 "variant per policy)"
@@ -57,7 +57,7 @@ def add_hicache_arguments(c: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--hicache-storage-backend",
         metavar="NAME",
-        help=LazyText(
+        help=lazy_help(
             lambda: (
                 f"storage (L3) tier behind the host: {', '.join(_hicache().STORAGE_BACKENDS)} "
                 "(sglang's no-IO simulator: bandwidth and latency, see "
@@ -68,7 +68,7 @@ def add_hicache_arguments(c: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--hicache-storage-prefetch-policy",
         metavar="POLICY",
-        help=LazyText(
+        help=lazy_help(
             lambda: (
                 "when a prefetch from storage stops: "
                 f"{', '.join(_hicache().PREFETCH_POLICIES)} (default timeout)"

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
-from radixbench.harness.cli.util import LazyText, UsageError, csv_list
+from radixbench.harness.cli.util import UsageError, csv_list, lazy_help
 
 
 def _policies() -> list[str]:
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--policies",
         type=csv_list,
         metavar="NAME[,NAME...]",
-        help=LazyText(
+        help=lazy_help(
             lambda: f"eviction policies to replay (default all: {', '.join(_policies())})"
         ),
     )

@@ -33,9 +33,9 @@ from radixbench.harness.cli.hicache_args import EXTRA_CONFIG_FLAG, storage_extra
 from radixbench.harness.cli.sim_args import add_simulation_arguments
 from radixbench.harness.cli.util import (
     LazyChoices,
-    LazyText,
     UsageError,
     csv_list,
+    lazy_help,
     lazy_names,
     positive_float,
     positive_int,
@@ -97,8 +97,8 @@ OVERRIDES = {
 }
 
 
-def _listing(head: str, names: Callable[[], list[str]]) -> LazyText:
-    return LazyText(lambda: head + ", ".join(names()))
+def _listing(head: str, names: Callable[[], list[str]]) -> str:
+    return lazy_help(lambda: head + ", ".join(names()))
 
 
 def _default() -> str:
@@ -131,7 +131,7 @@ def add_scenario_arguments(
     c.add_argument(
         "scenario",
         nargs="?",
-        help=LazyText(lambda: f"scenario TOML file or bundled name (default {_default()})"),
+        help=lazy_help(lambda: f"scenario TOML file or bundled name (default {_default()})"),
     )
     c.add_argument(
         "--trace",
@@ -176,7 +176,7 @@ def add_scenario_arguments(
         )
         c.add_argument(
             "--impl", dest="impls", type=csv_list, metavar="SPEC[,SPEC...]",
-            help=LazyText(lambda: radixbench_module("harness.config.impl").impl_help()),
+            help=lazy_help(lambda: radixbench_module("harness.config.impl").impl_help()),
         )  # fmt: skip
         c.add_argument(
             "--reference",

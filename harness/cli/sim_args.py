@@ -10,7 +10,7 @@ import argparse
 from radixbench.harness.cli.hicache_args import add_hicache_arguments
 from radixbench.harness.cli.util import (
     LazyChoices,
-    LazyText,
+    lazy_help,
     lazy_names,
     positive_float,
     radixbench_module,
@@ -45,7 +45,7 @@ def add_simulation_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "--cost-model",
         metavar="NAME|PATH.toml",
-        help=LazyText(
+        help=lazy_help(
             lambda: (
                 "step-time model: linear, a preset "
                 f"({', '.join(radixbench_module('sim.cost').preset_names())}) or a TOML file"

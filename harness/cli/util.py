@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 
 def radixbench_module(name: str) -> Any:
@@ -44,6 +44,13 @@ class LazyText:
 
     def __contains__(self, part: str) -> bool:
         return part in str(self)
+
+
+def lazy_help(make: Callable[[], str]) -> str:
+    """A help text made by ``make()`` when ``--help`` is formatted (a :class:`LazyText`).
+    Typed as ``str``, the type argparse declares for a help: argparse reads it as text only
+    through what :class:`LazyText` answers."""
+    return cast("str", LazyText(make))
 
 
 class LazyChoices(Sequence[str]):
