@@ -30,6 +30,7 @@ from radixbench.cache.interface import (
 )
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.kv_recorder import KVEventRecorder
+from radixbench.cache.locks import LockOps
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
 from radixbench.cache.policy import make_policy
@@ -44,7 +45,7 @@ def counter_clock(start: int = 1) -> Callable[[], int]:
     return itertools.count(start).__next__
 
 
-class RadixCache(TreeView, RequestOps):
+class RadixCache(TreeView, LockOps, RequestOps):
     """A radix tree of token prefixes whose nodes hold KV-slot indices.
 
     Sizes (tokens): ``evictable_size()`` = tokens in nodes with ``lock_ref == 0``;
@@ -330,46 +331,6 @@ class RadixCache(TreeView, RequestOps):
                 on_change(child)
             node = child
         return offset
-
-    # ------------------------------------------------------------------ locks
-    def inc_lock_ref(self, node: TreeNode) -> int:
-        """Lock the path root..node for a running request; returns the change of
-        ``evictable_size_`` (<= 0). A 0->1 transition moves ``len(key)`` tokens from evictable
-        to protected. Mirrors SGLang ``inc_lock_ref``."""
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref == 0:
-                n = len(node.key)
-                self.evictable_size_ -= n
-                self.protected_size_ += n
-                delta -= n
-                node.lock_ref = 1
-                self._refresh(node)
-            else:
-                node.lock_ref += 1
-            node = node.parent  # type: ignore[assignment]  # below the root: never None
-        return delta
-
-    def dec_lock_ref(self, node: TreeNode) -> int:
-        """Unlock the path root..node; returns the change of ``evictable_size_`` (>= 0).
-        Raises ``RuntimeError`` on a node that is not locked. Mirrors SGLang ``dec_lock_ref``."""
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref == 1:
-                n = len(node.key)
-                self.evictable_size_ += n
-                self.protected_size_ -= n
-                delta += n
-                node.lock_ref = 0
-                self._refresh(node)
-            elif node.lock_ref <= 0:
-                raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
-            else:
-                node.lock_ref -= 1
-            node = node.parent  # type: ignore[assignment]  # below the root: never None
-        return delta
 
     # ------------------------------------------------------------------ evict
     def evict(self, num_tokens: int) -> EvictResult:
