@@ -2,17 +2,17 @@
 sglang`` (``sglang-python``) on the same operations, in one process.
 
 Two caches of one implementation get the same request stream. The *direct* one is SGLang's
-``UnifiedRadixCache`` alone: the instance a ``ServedSGLangCache`` built (for radixbench's
-allocator shim and process state), with the adapter's wrappers taken off it, called as
-sglang's scheduler calls it, each call timed with ``perf_counter_ns`` around SGLang's call
-alone. The *adapted* one is the ``PrefixCache`` the simulator runs (``registry.make_cache``),
-instrumented by the simulator's :class:`~radixbench.sim.instrument.OpRecorder`: its rows
-are what a run records. Per op, ``overhead`` = median recorded ns / median direct ns - 1
-(the calls pair up one to one; the interval is the paired bootstrap of that ratio), and
-``wall`` = median ns of the adapter's whole call (key and result conversions, the shape
-shadow, the timer's stats read: what the adapter costs a run's wall time, not its figures) /
-median direct ns. The two caches run each request in turn, the first alternating between
-them from one request to the next.
+``UnifiedRadixCache`` alone (``radixbench.cache.sglang.DirectServed``): the instance a
+``ServedSGLangCache`` built (for radixbench's allocator shim and process state), with the
+adapter's wrappers taken off it, called as sglang's scheduler calls it, each call timed with
+``perf_counter_ns`` around SGLang's call alone. The *adapted* one is the ``PrefixCache`` the
+simulator runs (``registry.make_cache``), instrumented by the simulator's
+:class:`~radixbench.sim.instrument.OpRecorder`: its rows are what a run records. Per op,
+``overhead`` = median recorded ns / median direct ns - 1 (the calls pair up one to one; the
+interval is the paired bootstrap of that ratio), and ``wall`` = median ns of the adapter's
+whole call (key and result conversions, the shape shadow, the timer's stats read: what the
+adapter costs a run's wall time, not its figures) / median direct ns. The two caches run each
+request in turn, the first alternating between them from one request to the next.
 
 Streams (``bench.served._requests``: 16 chats interleaved, the KV pool two thirds of what they
 add up to, so evictions run): ``mixed`` per request ``match_prefix``, ``inc_lock_ref``,
@@ -34,8 +34,7 @@ import torch
 from radixbench.bench.served import SGLANG, Row, _make, _requests
 from radixbench.bench.timing import gc_paused
 from radixbench.cache import RadixKey, ReqToTokenPool
-from radixbench.cache.sglang.report import INNER_OPS
-from radixbench.cache.sglang.shims import ServedReqProxy, release_kv_cache, write_back
+from radixbench.cache.sglang import DirectServed
 from radixbench.reports.bootstrap import bootstrap_ratio
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.request import Req
@@ -48,79 +47,6 @@ STREAM_OPS = {
     "mixed": ("match_prefix", "inc_lock_ref", "evict", "insert", "dec_lock_ref"),
     "requests": ("checkpoint", "release"),
 }
-
-
-class Direct:
-    """SGLang's cache of the adapter ``cache`` with the adapter's wrappers taken off, called
-    alone; ``ns[op]``: each timed call's ns."""
-
-    def __init__(self, cache: Any) -> None:
-        self.a, self.sgl = cache, cache.sgl
-        for name in (*INNER_OPS, "_evict_device_leaf"):
-            self.sgl.__dict__.pop(name, None)  # back to the class's own methods
-        self.ns: dict[str, list[int]] = {}
-        self.allocator, self.req_to_token_pool = cache.allocator, cache.req_to_token_pool
-
-    def _time(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
-        with self.a._state:
-            t0 = perf_counter_ns()
-            r = fn(*args)
-            self.ns.setdefault(op, []).append(perf_counter_ns() - t0)
-        return r
-
-    def _match(self, params: Any) -> Any:
-        r = self.sgl.match_prefix(params)
-        return r, self.sgl.path_device_indices(r.last_device_node)[: r.device_prefix_len]
-
-    def match_prefix(self, key: RadixKey) -> Any:
-        r, idx = self._time("match_prefix", self._match, self.a._Match(key=self.a._key(key)))
-        return SimpleMatch(idx.to(torch.int64), r.last_device_node, r.device_prefix_len)
-
-    def insert(self, key: RadixKey, value: Any) -> int:
-        k = self.a._key(key, copy=True).page_aligned(self.a.page_size)
-        params = self.a._Insert(key=k, value=value[: len(k)], prev_prefix_len=len(k),
-                                priority=0, inserted_len=0)  # fmt: skip
-        return int(self._time("insert", self.sgl.insert, params).prefix_len)
-
-    def evict(self, n: int) -> None:
-        self._time("evict", self.sgl.evict_for_alloc, self.a._Evict(num_tokens=n))
-
-    def inc_lock_ref(self, node: Any) -> None:
-        self.receipt = self._time("inc_lock_ref", self.sgl.inc_lock_ref, node).to_dec_params()
-
-    def dec_lock_ref(self, node: Any) -> None:
-        self._time("dec_lock_ref", self.sgl.dec_lock_ref, node, self.receipt)
-
-    def lock(self, node: Any) -> Any:
-        with self.a._state:
-            return self.sgl.lock(node)
-
-    def _ckpt(self, proxy: Any, up_to: int) -> None:
-        with self.a._alloc_shim.group():
-            self.sgl.checkpoint(proxy, up_to=up_to)
-
-    def checkpoint(self, req: Any, up_to: int) -> None:
-        proxy = ServedReqProxy(req, False)
-        self._time("checkpoint", self._ckpt, proxy, up_to)
-        write_back(proxy, req)
-
-    def release(self, req: Any, owned: int, checkpoint: bool) -> None:
-        proxy = ServedReqProxy(req, True)
-
-        def final() -> None:
-            self._ckpt(proxy, owned)
-            write_back(proxy, req)
-
-        pool, alloc = self.req_to_token_pool, self.allocator
-        self._time("release", release_kv_cache, pool, alloc, req, owned, final, self.sgl.unlock)
-
-
-class SimpleMatch:
-    """What the streams read of a match."""
-
-    def __init__(self, device_indices: Any, last_node: Any, prefix_len: int) -> None:
-        self.device_indices, self.last_node = device_indices, last_node
-        self.prefix_len = int(prefix_len)
 
 
 def _shortfall(cache: Any, need: int) -> None:
@@ -169,7 +95,7 @@ def _request(cache: Any, rid: int, prompt: array, reply: int) -> None:
 def _stream(spec: str, stream: str, requests: list[tuple[array, int]], slots: int) -> list[Row]:
     """Run ``stream`` through both caches of ``spec``; one row per op."""
     pool = (lambda: ReqToTokenPool(4, 1 << 16)) if stream == "requests" else (lambda: None)
-    direct = Direct(_make(spec, slots, pool=pool()))
+    direct = DirectServed(_make(spec, slots, pool=pool()))
     adapted = _make(spec, slots, pool=pool())
     rec = OpRecorder()
     adapted.instrument(rec)

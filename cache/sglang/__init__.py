@@ -19,12 +19,14 @@ modules, which are private:
   SGLang sees them), ``process_state`` (SGLang's process-wide state kept per adapter),
   ``report`` (``ImplInfo`` and the timing of SGLang's calls on itself), ``events`` (its KV
   events as radixbench's);
+* ``direct``: the served cache called without the adapter (the baseline of its overhead);
 * ``entries``: the registered implementations (loaders, factories, like-for-like partners).
 
 Public here: the implementation names and their partners, :class:`SGLangLoadError`, the
-versions supported, :func:`load_allocators` (sglang's own KV allocators, for ``bench alloc``) and
-:func:`loaded_modules` (the ``sglang.*`` modules of a load, to check output against sglang's own
-classes). Importing the package loads nothing of SGLang.
+versions supported, :func:`load_allocators` (sglang's own KV allocators, for ``bench alloc``),
+:class:`DirectServed` (the served cache called directly, for ``bench served``'s adapter
+overhead) and :func:`loaded_modules` (the ``sglang.*`` modules of a load, to check output
+against sglang's own classes). Importing the package loads nothing of SGLang.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from radixbench.cache.sglang.allocators import SGLangAllocators, load_allocators
+from radixbench.cache.sglang.direct import DirectServed
 from radixbench.cache.sglang.entries import (
     SGLANG_IMPLS,
     SGLANG_REFERENCE,
@@ -46,6 +49,7 @@ __all__ = [
     "SGLANG_REFERENCE",
     "SGLANG_RUST_REFERENCE",
     "SUPPORTED",
+    "DirectServed",
     "SGLangAllocators",
     "SGLangLoadError",
     "load_allocators",
