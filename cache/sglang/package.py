@@ -25,7 +25,7 @@ from radixbench.cache.sglang.loader import (
 )
 
 #: SGLang releases (``X.Y.Z``; a checkout's ``X.Y.Z.devN+g...`` counts as ``X.Y.Z``) whose
-#: caches load and run under radixbench's adapters (verified by tests/cache/test_sglang_*).
+#: caches load and run under radixbench's adapters (verified by tests/cache/sglang/).
 SUPPORTED: frozenset[str] = frozenset({"0.5.23"})
 
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)

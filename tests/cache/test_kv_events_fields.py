@@ -169,7 +169,7 @@ def test_a_chain_stored_in_one_drain_is_one_event() -> None:
 @pytest.mark.parametrize("page", [1, 2])
 def test_grouping_as_sglang_python_core(page: int) -> None:
     """The same calls on sglang's Python tree core give the same events, boundaries included
-    (its Rust core groups removals another way: tests/cache/test_kv_events_fidelity.py)."""
+    (its Rust core groups removals another way: tests/cache/sglang/test_kv_events_fidelity.py)."""
     got = []
     for impl in ("radixbench", "python"):
         cache = _cache(impl, KVEventConfig(), page)
