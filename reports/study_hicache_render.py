@@ -171,8 +171,9 @@ def verdict_lines(
 def write_hicache_study(
     run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Write the study's files into ``run_dir`` (module docstring); returns ``verdicts``
-    (lines), ``study_md``, ``plot`` (paths) and ``crossover`` (:func:`crossover_summary`)."""
+    """Write the study's files into ``run_dir`` (module docstring); returns ``lines``
+    (the verdict lines), ``study_md``, ``plot`` (paths) and ``crossover``
+    (:func:`crossover_summary`)."""
     cross = crossover_summary(points, meta["crossover"])
     with atomic_paths(run_dir / "study.json") as (tmp,):
         tmp.write_text(json.dumps({**meta, "crossover_gbps": cross}, indent=2, default=str))
@@ -201,7 +202,7 @@ def write_hicache_study(
     with atomic_paths(run_dir / "study.md") as (tmp,):
         tmp.write_text("\n".join(md), encoding="utf-8")
     return {
-        "verdicts": verdicts,
+        "lines": verdicts,
         "study_md": run_dir / "study.md",
         "plot": plot,
         "crossover": cross,

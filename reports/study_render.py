@@ -256,7 +256,7 @@ def write_study(
     ``scenario``, ``baseline``, ``candidates``, ``wall_s``, ``environment``); ``sections``:
     functions of ``points`` returning Markdown lines, each appended to ``study.md`` after the
     method (a blank line before each). Returns
-    ``{"study_md", "plot", "verdicts": [lines], "crossover": frame}``.
+    ``{"study_md", "plot", "lines": [verdict lines], "crossover": frame}``.
     """
     family = str(meta["family"])
     cross = crossover_table(points, family)
@@ -318,6 +318,6 @@ def write_study(
     return {
         "study_md": run_dir / "study.md",
         "plot": plot,
-        "verdicts": verdicts,
+        "lines": verdicts,
         "crossover": cross,
     }

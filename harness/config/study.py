@@ -30,10 +30,8 @@ bundled study that uses it, in :mod:`radixbench.harness.config.studies`, named b
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +39,7 @@ import pandas as pd
 
 from radixbench.harness.config.scenario import Scenario, load_scenario
 from radixbench.harness.config.studies.pr6907 import pr6907_section
+from radixbench.harness.config.study_file import StudyError, bundled_studies, read_study_file
 from radixbench.reports.study import FAMILIES
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
 ]
 
 _TOP = {"description", "family", "scenario", "seed", "base", "variants", "points", "sections"}
-_MODES = ("quick", "full")
 
 #: Extra ``study.md`` sections a study file may name: name -> function of the points table
 #: (one row per point and candidate) returning Markdown lines, appended after the method.
@@ -61,13 +59,6 @@ SECTIONS: dict[str, Callable[[pd.DataFrame], list[str]]] = {"pr6907": pr6907_sec
 #: The sections of a study file that names none, by family: an eviction study checks PR
 #: #6907's claim (as every eviction study did before study files named their sections).
 DEFAULT_SECTIONS: dict[str, tuple[str, ...]] = {"eviction": ("pr6907",)}
-
-
-class StudyError(ValueError):
-    """A study file is malformed; one line naming the file and the key."""
-
-    def __init__(self, file: str, key: str | None, reason: str) -> None:
-        super().__init__(f"{file}: {key}: {reason}" if key else f"{file}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -168,52 +159,17 @@ class StudySpec:
         return [*self.candidates, *([f"{ref} (served)"] if ref else [])]
 
 
-def bundled_studies() -> dict[str, Path]:
-    """Bundled study name -> path (``radixbench.harness.config.studies/study-<name>.toml``)."""
-    from radixbench.harness.config import studies
-
-    root = resources.files(studies)
-    return {
-        p.name[len("study-") : -len(".toml")]: Path(str(p))
-        for p in sorted(root.iterdir(), key=lambda p: p.name)
-        if p.name.startswith("study-") and p.name.endswith(".toml")
-    }
-
-
 def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
     """Read and validate a study (bundled name or TOML path) in the ``quick`` or full mode.
 
     Every point's scenario is loaded too, so a bad key fails here, before any work starts.
     Raises :class:`StudyError` (or ``ScenarioError``), one line naming file and key.
     """
-    bundled = bundled_studies()
-    path = bundled.get(str(ref)) or Path(ref).expanduser()
-    file = str(path)
-    if str(ref) not in bundled and not path.is_file():
-        raise StudyError(
-            file, None, f"no such study file or bundled study; bundled: {', '.join(bundled)}"
-        )
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise StudyError(file, None, f"invalid TOML: {e}") from None
-    for key in doc:
-        if key not in _TOP:
-            raise StudyError(file, key, f"unknown key; known: {', '.join(sorted(_TOP))}")
-    desc = doc.get("description")
-    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
-        raise StudyError(file, "description", "a one-line string is required")
+    study = read_study_file(ref, _TOP)
+    file, doc = study.file, study.doc
     family = doc.get("family")
     if not isinstance(family, str) or family not in FAMILIES:
         raise StudyError(file, "family", f"must be one of {', '.join(FAMILIES)}, got {family!r}")
-    scen = doc.get("scenario")
-    if not isinstance(scen, str):
-        raise StudyError(file, "scenario", "a bundled scenario name or a path is required")
-    if scen.endswith(".toml") and not Path(scen).is_absolute():
-        scen = str((path.parent / scen).resolve())
-    seed = doc.get("seed", 0)
-    if not isinstance(seed, int) or seed < 0:
-        raise StudyError(file, "seed", f"must be an int >= 0, got {seed!r}")
     base = doc.get("base", {})
     variants = doc.get("variants", {})
     if not isinstance(base, dict) or not isinstance(variants, dict):
@@ -253,12 +209,12 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
                 file, "sections", f"unknown section {name!r}; known: {', '.join(SECTIONS)}"
             )
     spec = StudySpec(
-        path.name.removeprefix("study-").removesuffix(".toml"),
+        study.name,
         file,
-        desc.strip(),
+        study.description,
         family,
-        scen,
-        seed,
+        study.scenario,
+        study.seed,
         dict(base),
         baseline,
         tuple(cands),

@@ -26,15 +26,14 @@ is, so a bad key fails before any work starts (:class:`StudyError`, one line nam
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from radixbench.harness.config.scenario import Scenario, load_scenario
-from radixbench.harness.config.study import StudyError, bundled_studies
+from radixbench.harness.config.study_file import StudyError, read_study_file
 
-__all__ = ["HiCacheStudy", "Point", "is_hicache_study", "load_hicache_study"]
+__all__ = ["HiCacheStudy", "Point", "load_hicache_study"]
 
 _TOP = {"description", "family", "scenario", "seed", "base", "modes", "sweeps"}
 _SWEEP = {"label", "key", "log", "quick", "full", "set"}
@@ -86,26 +85,6 @@ class HiCacheStudy:
             self.load(i, extra)
 
 
-def _path(ref: str | Path) -> Path:
-    return bundled_studies().get(str(ref)) or Path(ref).expanduser()
-
-
-def is_hicache_study(ref: str | Path) -> bool:
-    """Whether ``ref`` (bundled name or path) is a readable study file of family ``hicache``."""
-    try:
-        doc = tomllib.loads(_path(ref).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
-    return doc.get("family") == "hicache"
-
-
-def _table(doc: dict[str, Any], key: str, file: str) -> dict[str, Any]:
-    value = doc.get(key, {})
-    if not isinstance(value, dict):
-        raise StudyError(file, key, "must be a table")
-    return value
-
-
 def _sweep(file: str, name: str, sw: Any, mode: str) -> tuple[str, bool, list[Any], dict]:
     where = f"sweeps.{name}"
     if not isinstance(sw, dict):
@@ -138,37 +117,19 @@ def _sweep(file: str, name: str, sw: Any, mode: str) -> tuple[str, bool, list[An
 def load_hicache_study(ref: str | Path, quick: bool = False) -> HiCacheStudy:
     """Read and validate a HiCache study (module docstring) in the ``quick`` or full mode;
     loads every point's scenario. Raises :class:`StudyError`, one line naming file and key."""
-    path = _path(ref)
-    file = str(path)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise StudyError(file, None, f"cannot read the study: {e}") from None
-    for key in doc:
-        if key not in _TOP:
-            raise StudyError(file, key, f"unknown key; known: {', '.join(sorted(_TOP))}")
+    study = read_study_file(ref, _TOP)
+    file, doc = study.file, study.doc
     if doc.get("family") != "hicache":
         raise StudyError(file, "family", f"must be hicache, got {doc.get('family')!r}")
-    desc = doc.get("description")
-    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
-        raise StudyError(file, "description", "a one-line string is required")
-    scen = doc.get("scenario")
-    if not isinstance(scen, str) or not scen:
-        raise StudyError(file, "scenario", "a bundled scenario name or a path is required")
-    if scen.endswith(".toml") and not Path(scen).is_absolute():
-        scen = str((path.parent / scen).resolve())
-    seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise StudyError(file, "seed", f"must be an int >= 0, got {seed!r}")
     mode = "quick" if quick else "full"
-    modes = _table(doc, "modes", file)
+    modes = study.table("modes")
     for m in modes:
         if m not in _MODES or not isinstance(modes[m], dict):
             raise StudyError(file, f"modes.{m}", f"a table named one of {', '.join(_MODES)}")
-    base = {**_table(doc, "base", file), **modes.get(mode, {})}
+    base = {**study.table("base"), **modes.get(mode, {})}
     sweeps: dict[str, tuple[str, str, bool]] = {}
     points: list[Point] = []
-    for name, sw in _table(doc, "sweeps", file).items():
+    for name, sw in study.table("sweeps").items():
         key, log, values, rest = _sweep(file, name, sw, mode)
         sweeps[name] = (str(sw.get("label", key)), key, log)
         for v in values:
@@ -176,19 +137,19 @@ def load_hicache_study(ref: str | Path, quick: bool = False) -> HiCacheStudy:
             points.append(Point(name, v, over, tuple(over[_AXIS])))
     if not points:
         raise StudyError(file, "sweeps", "at least one sweep with values is required")
-    study = HiCacheStudy(
-        path.name.removeprefix("study-").removesuffix(".toml"), file, desc.strip(), scen, seed,
-        mode, sweeps, tuple(points),
+    spec = HiCacheStudy(
+        study.name, file, study.description, study.scenario, study.seed, mode, sweeps,
+        tuple(points),
     )  # fmt: skip
     for i, p in enumerate(points):  # a bad key fails here, before any work starts
         where = f"sweeps.{p.sweep}.{mode}[{_index(points, i)}]"
         try:
-            sc = study.load(i)
+            sc = spec.load(i)
         except ValueError as e:
             raise StudyError(file, where, str(e).splitlines()[0]) from None
         if sc.sim.hicache is None:
             raise StudyError(file, where, "HiCache is off at this point (sim.hicache.enabled)")
-    return study
+    return spec
 
 
 def _index(points: list[Point], i: int) -> int:

@@ -25,15 +25,14 @@ point's scenario is loaded with the file, so a bad key fails before any work sta
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from radixbench.harness.config.scenario import load_scenario
-from radixbench.harness.config.study import StudyError, bundled_studies
+from radixbench.harness.config.study_file import StudyError, read_study_file
 
-__all__ = ["RoutingStudySpec", "is_routing_study", "load_routing_study"]
+__all__ = ["RoutingStudySpec", "load_routing_study"]
 
 _TOP = {
     "description", "family", "scenario", "seed", "tenants_per_instance", "duration_s", "base",
@@ -57,6 +56,10 @@ class RoutingStudySpec:
     candidates: tuple[str, ...]
     points: tuple[tuple[int, float], ...]
     mode: str
+
+    @property
+    def family(self) -> str:
+        return "routing"
 
     @property
     def routers(self) -> list[str]:
@@ -83,50 +86,16 @@ class RoutingStudySpec:
             load_scenario(self.scenario, self.overrides(i, extra))
 
 
-def _path(ref: str | Path) -> Path:
-    bundled = bundled_studies()
-    return bundled.get(str(ref)) or Path(ref).expanduser()
-
-
-def is_routing_study(ref: str | Path) -> bool:
-    """Whether ``ref`` (bundled name or file) is a study file of family ``routing``."""
-    path = _path(ref)
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get("family") == "routing"
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
-
-
 def load_routing_study(ref: str | Path, quick: bool = False) -> RoutingStudySpec:
     """Read and validate a routing study (bundled name or path) in the quick or full mode;
     raises :class:`StudyError` (or ``ScenarioError``) naming file and key."""
-    path = _path(ref)
-    file = str(path)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise StudyError(file, None, f"cannot read the study: {e}") from None
-    for key in doc:
-        if key not in _TOP:
-            raise StudyError(file, key, f"unknown key; known: {', '.join(sorted(_TOP))}")
-    desc = doc.get("description")
-    if not isinstance(desc, str) or not desc.strip() or "\n" in desc.strip():
-        raise StudyError(file, "description", "a one-line string is required")
-    scen = doc.get("scenario")
-    if not isinstance(scen, str):
-        raise StudyError(file, "scenario", "a bundled scenario name or a path is required")
-    if scen.endswith(".toml") and not Path(scen).is_absolute():
-        scen = str((path.parent / scen).resolve())
+    study = read_study_file(ref, _TOP)
+    file, doc = study.file, study.doc
     nums = {}
-    for key, default in (("seed", 0), ("tenants_per_instance", 1.0), ("duration_s", 60.0)):
+    for key, default in (("tenants_per_instance", 1.0), ("duration_s", 60.0)):
         v = doc.get(key, default)
-        if (
-            isinstance(v, bool)
-            or not isinstance(v, int | float)
-            or v < 0
-            or (key != "seed" and v <= 0)
-        ):
-            raise StudyError(file, key, f"must be a number > 0 (seed >= 0), got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+            raise StudyError(file, key, f"must be a number > 0, got {v!r}")
         nums[key] = v
     base, variants = doc.get("base", {}), doc.get("variants", {})
     if not isinstance(base, dict) or not isinstance(variants, dict):
@@ -148,11 +117,11 @@ def load_routing_study(ref: str | Path, quick: bool = False) -> RoutingStudySpec
     if not all(isinstance(x, int | float) and x > 0 for x in loads):
         raise StudyError(file, f"points.{mode}.load", "numbers > 0 (requests/s per instance)")
     spec = RoutingStudySpec(
-        path.name.removeprefix("study-").removesuffix(".toml"),
+        study.name,
         file,
-        desc.strip(),
-        scen,
-        int(nums["seed"]),
+        study.description,
+        study.scenario,
+        study.seed,
         float(nums["tenants_per_instance"]),
         float(nums["duration_s"]),
         dict(base),

@@ -1,36 +1,34 @@
-"""Running ``radixbench study hicache``: every point of a
-:class:`~radixbench.harness.config.study_hicache.HiCacheStudy` on Dask, reduced to rows and
-written as one study folder.
+"""The ``hicache`` study family (``radixbench study hicache``): HiCache's settings (host pool
+ratio, write policy, storage bandwidth, prefetch policy) against the device-only cache, and
+where an L3 hit becomes slower than recompute.
 
-Each point is one :func:`radixbench.harness.experiments.compare.run_compare` of its
-``variants.hicache`` values (the device-only baseline and the HiCache settings, interleaved in
-one process), on a Dask worker (:mod:`radixbench.harness.experiments.dask_runner`). Its tables
-go to ``<run>/points/p<i>/``; :func:`radixbench.reports.study_hicache.hicache_point_rows`
-reduces them to one row per candidate, and
-:func:`radixbench.reports.study_hicache_render.write_hicache_study` writes the points table,
-the plot and ``study.md``. The folder is written atomically
-(:class:`radixbench.harness.experiments.rundir.AtomicRunDir`).
+Each point of a :class:`~radixbench.harness.config.study_hicache.HiCacheStudy` is one
+:func:`radixbench.harness.experiments.compare.run_compare` of its ``variants.hicache`` values
+(the device-only baseline and the HiCache settings, interleaved in one process) into
+``<run>/points/p<i>/``; :func:`radixbench.reports.study_hicache.hicache_point_rows` reduces it
+to one row per candidate, and
+:func:`radixbench.reports.study_hicache_render.write_hicache_study` renders the study. Run by
+the one study runner (:func:`radixbench.harness.experiments.study.run_study`); registered as a
+:class:`~radixbench.harness.experiments.study_family.StudyFamily`.
 """
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from radixbench.harness.config.study_hicache import HiCacheStudy
+from radixbench.harness.config.study_hicache import HiCacheStudy, load_hicache_study
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.harness.experiments.dask_runner import run_points
-from radixbench.harness.experiments.rundir import AtomicRunDir, environment
-from radixbench.harness.experiments.study import StudyOutcome
+from radixbench.harness.experiments.study_family import StudyFamily, register_family
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study_hicache import hicache_point_rows
 from radixbench.reports.tables import read_table
 
-__all__ = ["CROSSOVER_TOKENS", "crossover_inputs", "run_hicache_point", "run_hicache_study"]
+__all__ = ["CROSSOVER_TOKENS", "crossover_inputs", "run_hicache_point"]
 
 #: Prompt length (tokens) of the L3-vs-recompute crossover: the 8k-token prompt of the sglang
 #: v0.5.10 report quoted in issue 24 (2.45 s from a file L3 against 1.73 s recomputed).
@@ -92,44 +90,35 @@ def crossover_inputs(study: HiCacheStudy, extra: dict[str, Any] | None = None) -
     }
 
 
-def run_hicache_study(
-    study: HiCacheStudy,
-    out: Path,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    extra: dict[str, Any] | None = None,
-) -> StudyOutcome:
-    """Run every point of ``study`` on Dask and write the study into a new folder under ``out``
-    (``out/study-<name>-<mode>-<timestamp>``, whole or not at all). ``scheduler`` / ``workers``
-    / ``extra`` as :func:`radixbench.harness.experiments.study.run_study`. A failing point stops
-    the study with its one-line error (``RuntimeError``)."""
+def _meta(study: HiCacheStudy, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "name": study.name, "file": study.file, "description": study.description,
+        "family": study.family, "scenario": study.scenario, "seed": study.seed,
+        "mode": study.mode, "sweeps": study.sweeps, "extra": extra or {},
+        "crossover": crossover_inputs(study, extra),
+    }  # fmt: skip
+
+
+def _render(
+    run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any], study: HiCacheStudy
+) -> dict[str, Any]:
     from radixbench.reports.study_hicache_render import write_hicache_study
 
-    started = time.perf_counter()
-    load_start = os.getloadavg()[0]
-    name = f"study-{study.name}-{study.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    with AtomicRunDir(out, name) as run:
-        points_dir = run.tmp / "points"
-        points_dir.mkdir()
+    return write_hicache_study(run_dir, points, meta)
 
-        order = sorted(range(len(study.points)), key=lambda j: -len(study.points[j].policies))
-        rows = run_points(  # the points with most variants first: the cluster ends together
-            run_hicache_point, (study, str(points_dir), extra), order,
-            scheduler=scheduler, workers=workers, progress=progress, desc=f"study {study.name}",
-        )  # fmt: skip
-        df = pd.DataFrame(rows).sort_values(["point", "candidate"], ignore_index=True)
-        meta = {
-            "name": study.name, "file": study.file, "description": study.description,
-            "family": study.family, "scenario": study.scenario, "seed": study.seed,
-            "mode": study.mode, "sweeps": study.sweeps, "extra": extra or {},
-            "crossover": crossover_inputs(study, extra),
-            "wall_s": round(time.perf_counter() - started, 1),
-            "load_avg_1min": (round(load_start, 1), round(os.getloadavg()[0], 1)),
-            "environment": environment(),
-        }  # fmt: skip
-        summary = write_hicache_study(run.tmp, df, meta)
-    assert run.final is not None
-    for key in ("study_md", "plot"):  # written under the temporary folder, now renamed
-        summary[key] = run.final / Path(summary[key]).relative_to(run.tmp)
-    return StudyOutcome(run.final, df, summary, time.perf_counter() - started)
+
+register_family(
+    StudyFamily(
+        names=("hicache",),
+        load=load_hicache_study,
+        run_point=run_hicache_point,
+        # the points with most variants first: the cluster ends together
+        order=lambda study: sorted(
+            range(len(study.points)), key=lambda j: -len(study.points[j].policies)
+        ),
+        sort_by=("point", "candidate"),
+        meta=_meta,
+        render=_render,
+        no_impls="a hicache study compares HiCache settings, not implementations",
+    )
+)

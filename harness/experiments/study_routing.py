@@ -1,29 +1,29 @@
-"""Running ``radixbench study routing``: every point (instances, load) of a routing study on
-Dask, one cluster compare per point, reduced by :mod:`radixbench.reports.study_routing`.
+"""The ``routing`` study family (``radixbench study routing``): routers against round-robin as
+the instance count and the load per instance grow.
 
-As the other studies (:mod:`radixbench.harness.experiments.study`): points run on the Dask
-runner sweeps use (``LocalCluster`` or ``--scheduler``), largest first, each point's tables
-under ``<run>/points/p<i>/``, the whole folder written atomically.
+Each point (instances, load) of a :class:`~radixbench.harness.config.study_routing.
+RoutingStudySpec` is one cluster compare of every router into ``<run>/points/p<i>/``, reduced
+and rendered by :mod:`radixbench.reports.study_routing`. Run by the one study runner
+(:func:`radixbench.harness.experiments.study.run_study`), the largest points first; registered
+as a :class:`~radixbench.harness.experiments.study_family.StudyFamily`.
 """
 
 from __future__ import annotations
 
-import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from radixbench.harness.config.scenario import load_scenario
-from radixbench.harness.config.study_routing import RoutingStudySpec
+from radixbench.harness.config.study_routing import RoutingStudySpec, load_routing_study
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
-from radixbench.harness.experiments.dask_runner import run_points
-from radixbench.harness.experiments.rundir import AtomicRunDir, environment
-from radixbench.harness.experiments.study import StudyOutcome
+from radixbench.harness.experiments.study_family import StudyFamily, register_family
 from radixbench.reports.tables import read_table
 
-__all__ = ["run_routing_point", "run_routing_study"]
+__all__ = ["run_routing_point"]
 
 
 def run_routing_point(
@@ -63,43 +63,35 @@ def run_routing_point(
     ]
 
 
-def run_routing_study(
-    spec: RoutingStudySpec,
-    out: Path,
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
-    extra: dict[str, Any] | None = None,
-) -> StudyOutcome:
-    """Run every point of ``spec`` on Dask into ``out/study-<name>-<mode>-<time>`` (whole or
-    not at all). A failing point stops the study with its one-line error (``RuntimeError``)."""
+#: The points table's columns ``radixbench study routing`` prints.
+_COLUMNS = ("load", "instances", "router", "ttft_p90_s", "output_throughput", "prefix_hit_rate",
+            "ttft_p90_ratio", "throughput_ratio", "overloaded_instances")  # fmt: skip
+
+
+def _meta(spec: RoutingStudySpec, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {"name": spec.name, "mode": spec.mode, "description": spec.description}
+
+
+def _render(
+    run_dir: Path, points: pd.DataFrame, meta: Mapping[str, Any], spec: RoutingStudySpec
+) -> dict[str, Any]:
     from radixbench.reports.study_routing import write_routing_study
 
-    started = time.perf_counter()
-    load_start = os.getloadavg()[0]
-    name = f"study-{spec.name}-{spec.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    with AtomicRunDir(out, name) as run:
-        points_dir = run.tmp / "points"
-        points_dir.mkdir()
-        order = sorted(
-            range(len(spec.points)), key=lambda i: -spec.points[i][0] * spec.points[i][1]
-        )
+    return write_routing_study(run_dir, points, meta)
 
-        rows = run_points(
-            run_routing_point, (spec, str(points_dir), extra), order,
-            scheduler=scheduler, workers=workers, progress=progress, desc=f"study {spec.name}",
-        )  # fmt: skip
-        df = pd.DataFrame(rows).sort_values(["load", "instances", "router"], ignore_index=True)
-        meta = {
-            "name": spec.name,
-            "mode": spec.mode,
-            "description": spec.description,
-            "wall_s": round(time.perf_counter() - started, 1),
-            "load_avg_1min": (round(load_start, 1), round(os.getloadavg()[0], 1)),
-            "environment": environment(),
-        }
-        summary = write_routing_study(run.tmp, df, meta)
-    assert run.final is not None
-    for key in ("study_md", "plot"):
-        summary[key] = run.final / Path(summary[key]).relative_to(run.tmp)
-    return StudyOutcome(run.final, df, summary, time.perf_counter() - started)
+
+register_family(
+    StudyFamily(
+        names=("routing",),
+        load=load_routing_study,
+        run_point=run_routing_point,
+        order=lambda spec: sorted(  # the largest first: the cluster ends together
+            range(len(spec.points)), key=lambda i: -spec.points[i][0] * spec.points[i][1]
+        ),
+        sort_by=("load", "instances", "router"),
+        meta=_meta,
+        render=_render,
+        no_impls="the routing study runs radixbench's cache",
+        columns=_COLUMNS,
+    )
+)

@@ -9,8 +9,9 @@ import pytest
 
 from radixbench.harness.cli import main
 from radixbench.harness.config.study import StudyError
-from radixbench.harness.config.study_hicache import is_hicache_study, load_hicache_study
-from radixbench.harness.experiments.study_hicache import run_hicache_study
+from radixbench.harness.config.study_hicache import load_hicache_study
+from radixbench.harness.experiments.study import run_study
+from radixbench.harness.experiments.study_family import family_of
 
 TINY = """
 description = "tiny hicache study"
@@ -46,7 +47,8 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_bundled_hicache_study_loads_in_both_modes() -> None:
-    assert is_hicache_study("hicache") and not is_hicache_study("eviction")
+    assert family_of("hicache").names == ("hicache",)
+    assert family_of("eviction").names == ("eviction", "matching")
     quick, full = load_hicache_study("hicache", quick=True), load_hicache_study("hicache")
     assert set(quick.sweeps) == {"ratio", "policy", "storage", "prefetch"}
     assert len(full.points) >= len(quick.points) and quick.mode == "quick"
@@ -101,9 +103,7 @@ def cluster():
 @pytest.mark.e2e  # a Dask cluster
 def test_tiny_hicache_study_runs_on_dask(tmp_path, cluster) -> None:
     study = load_hicache_study(_write(tmp_path, TINY), quick=True)
-    out = run_hicache_study(
-        study, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False
-    )
+    out = run_study(study, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
     run = out.run_dir
     assert run.name.startswith("study-tiny-quick-") and not list(run.parent.glob(".tmp-*"))
     for f in ("study.md", "study.json", "points.parquet", "plots/study-hicache.png"):
@@ -115,6 +115,6 @@ def test_tiny_hicache_study_runs_on_dask(tmp_path, cluster) -> None:
     assert (abs(split - pts["hit_rate"]) < 1e-9).all()
     assert (pts["hit_rate"] >= pts["baseline_hit_rate"] - 1e-9).all()
     assert pts["ttft_p50_lo"].le(pts["ttft_p50_ratio"]).all()
-    lines = out.summary["verdicts"]
+    lines = out.summary["lines"]
     assert lines[-1].startswith("L3 crossover: an L3 hit of a 8,192-token prompt")
     assert out.summary["crossover"]["model_gbps"] > 0

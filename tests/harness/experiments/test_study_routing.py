@@ -10,8 +10,9 @@ import pytest
 
 from radixbench.harness.cli import main
 from radixbench.harness.config.study import StudyError
-from radixbench.harness.config.study_routing import is_routing_study, load_routing_study
-from radixbench.harness.experiments.study_routing import run_routing_study
+from radixbench.harness.config.study_routing import load_routing_study
+from radixbench.harness.experiments.study import run_study
+from radixbench.harness.experiments.study_family import family_of
 
 TINY = """description = "tiny routing study"
 family = "routing"
@@ -40,7 +41,8 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_bundled_routing_study_loads() -> None:
-    assert is_routing_study("routing") and not is_routing_study("eviction")
+    assert family_of("routing").names == ("routing",)
+    assert family_of("eviction").names == ("eviction", "matching")
     quick, full = load_routing_study("routing", quick=True), load_routing_study("routing")
     assert quick.mode == "quick" and quick.baseline == "round-robin"
     assert {"cache-aware", "precise"} <= set(quick.candidates)
@@ -81,9 +83,7 @@ def cluster():
 @pytest.mark.e2e  # a Dask cluster
 def test_tiny_routing_study(tmp_path: Path, cluster) -> None:
     spec = load_routing_study(_write(tmp_path, TINY), quick=True)
-    out = run_routing_study(
-        spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False
-    )
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
     run = out.run_dir
     for f in ("study.md", "points.parquet", "crossover.csv", "plots/study-routing.png"):
         assert (run / f).is_file(), f
