@@ -1,10 +1,11 @@
 """The cluster flags of the simulating commands (``compare``, ``profile``): ``--instances``,
 ``--routers``, ``--router-option ROUTER.KEY=VALUE``, ``--event-delay``, ``--event-loss``,
 ``--no-kv-events``, ``--couple-router-time`` — each sets a key of the scenario's ``[cluster]``
-table (:class:`radixbench.cluster.spec.ClusterSpec`). ``--instances`` / ``--routers`` /
-``--event-delay`` / ``--event-loss`` are plain overrides (``scenario_args.OVERRIDES``); the
-others are made here (:func:`cluster_overrides`), and :func:`cluster_origins` lets an error in
-their keys name the flag.
+table (:class:`radixbench.cluster.spec.ClusterSpec`), each declared once with the other knobs
+(:data:`radixbench.harness.cli.knobs.KNOBS`). ``--instances`` / ``--routers`` /
+``--event-delay`` / ``--event-loss`` are plain overrides; the others are made here
+(:func:`cluster_overrides`), and :func:`cluster_origins` lets an error in their keys name the
+flag.
 """
 
 from __future__ import annotations
@@ -12,59 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from radixbench.harness.cli.util import UsageError, csv_list, lazy_help, positive_int
+from radixbench.harness.cli.util import UsageError
 
-__all__ = ["add_cluster_arguments", "cluster_origins", "cluster_overrides"]
-
-
-def add_cluster_arguments(c: argparse.ArgumentParser) -> None:
-    """The cluster flags (``[cluster]`` keys, :class:`radixbench.cluster.spec.ClusterSpec`).
-    The routers' names are read when ``--help`` is formatted (nothing heavy is imported)."""
-
-    def routers() -> str:
-        from radixbench.cluster.routers import ROUTERS
-
-        return f"routing policies, one variant each: {', '.join(ROUTERS)}"
-
-    g = c.add_argument_group("cluster (N instances behind a router; the router is a variant axis)")
-    g.add_argument(
-        "--instances", type=positive_int, metavar="N", help="instances behind the router"
-    )
-    g.add_argument(
-        "--routers",
-        type=csv_list,
-        metavar="NAME[,NAME...]",
-        help=lazy_help(routers),
-    )
-    g.add_argument(
-        "--router-option",
-        action="append",
-        default=[],
-        metavar="ROUTER.KEY=VALUE",
-        help="a router's option, e.g. cache-aware.cache_threshold=0.5 (repeatable)",
-    )
-    g.add_argument(
-        "--event-delay",
-        type=float,
-        metavar="SECONDS",
-        help="simulated delay of KV events from an instance to the router (default 0)",
-    )
-    g.add_argument(
-        "--event-loss",
-        type=float,
-        metavar="P",
-        help="probability that a KV-event batch is lost on its way to the router (default 0)",
-    )
-    g.add_argument(
-        "--no-kv-events",
-        action="store_true",
-        help="instances emit no KV events (routers fed by them cannot run)",
-    )
-    g.add_argument(
-        "--couple-router-time",
-        action="store_true",
-        help="the router's measured decision time delays each request (enters TTFT)",
-    )
+__all__ = ["cluster_origins", "cluster_overrides"]
 
 
 def cluster_overrides(args: argparse.Namespace) -> dict[str, Any]:
