@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TypeAlias
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeAlias
 
 from radixbench.cache.config import SPLIT_RULES
 from radixbench.cache.evictor import EVICTORS
@@ -85,9 +86,9 @@ class Variant:
     def own_algorithms(self) -> frozenset[str]:
         """The axes among ``evictor`` / ``matcher`` that the implementation takes from the
         variant (radixbench's cache: both; SGLang's: neither)."""
-        from radixbench.cache.registry import entries
+        from radixbench.cache.registry import ImplSpec, entries
 
-        entry = entries().get(self.impl.partition(":")[0])
+        entry = entries().get(ImplSpec.parse(self.impl).name)
         return entry.axes if entry is not None else frozenset()
 
     def axes(self) -> dict[str, str | None]:
@@ -165,6 +166,16 @@ def _default_cost() -> CostModelT:
     return load_cost_model(DEFAULT_COST_MODEL)
 
 
+def _cost_name(cost: object) -> str:
+    return str(getattr(cost, "name", type(cost).__name__))
+
+
+def _record(name: str, value: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+    """Field metadata: the field is recorded in the run record (``RunMeta``, config.json) as
+    ``name``, its value as it is or as ``value(field value)``."""
+    return {"record": name, "record_value": value}
+
+
 @dataclass(frozen=True, slots=True)
 class SimConfig:
     """Scheduler, memory and clock settings of one simulated server (units in field names).
@@ -192,24 +203,28 @@ class SimConfig:
     ``retract_decode_steps`` 20).
     """
 
-    kv_capacity_tokens: int = 400_000
-    max_running: int = 64
-    max_prefill_tokens: int = 16_384
-    chunked_prefill_size: int | None = 8_192
+    kv_capacity_tokens: int = field(default=400_000, metadata=_record("kv_capacity_tokens"))
+    max_running: int = field(default=64, metadata=_record("max_running"))
+    max_prefill_tokens: int = field(default=16_384, metadata=_record("max_prefill_tokens"))
+    chunked_prefill_size: int | None = field(
+        default=8_192, metadata=_record("chunked_prefill_size")
+    )
     max_context_len_tokens: int = 131_072
-    page_size: int = 1
+    page_size: int = field(default=1, metadata=_record("page_size"))
     policy: str = "lru"
     split_rule: str = "served"
-    sched_policy: str = "fcfs"
-    clock: str = "isolated"
-    seed: int = 0
+    sched_policy: str = field(default="fcfs", metadata=_record("sched_policy"))
+    clock: str = field(default="isolated", metadata=_record("clock"))
+    seed: int = field(default=0, metadata=_record("seed"))
     gpu_mem_gb: float | None = None
     init_new_token_ratio: float = 0.7
     min_new_token_ratio_factor: float = 0.14
     new_token_ratio_decay_steps: int = 600
     clip_max_new_tokens: int = 4096
     retract_decode_steps: int = 20
-    cost: CostModelT = field(default_factory=_default_cost)
+    cost: CostModelT = field(
+        default_factory=_default_cost, metadata=_record("cost_model", _cost_name)
+    )
     hicache: HiCacheSim | None = None
 
     def __post_init__(self) -> None:
@@ -304,6 +319,17 @@ class SimConfig:
         return HiCacheConfig(
             write_policy or hc.write_policy, host, hc.load_back_threshold, hc.storage, bpt
         )
+
+    def run_record(self, *names: str) -> dict[str, Any]:
+        """What a run record (``radixbench.reports.record.RunMeta``) keeps of this config:
+        ``{record name: value}`` for every field declared recorded (its ``record`` metadata),
+        or only those of ``names``. Reads only."""
+        out = {}
+        for f in fields(self):
+            name, value = f.metadata.get("record"), f.metadata.get("record_value")
+            if name is not None and (not names or name in names):
+                out[name] = value(getattr(self, f.name)) if value else getattr(self, f.name)
+        return out
 
     @property
     def min_new_token_ratio(self) -> float:
