@@ -36,6 +36,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "ImplEntry",
     "ImplError",
+    "ImplSpec",
     "Resolved",
     "check_policy",
     "check_spec",
@@ -62,6 +63,39 @@ Factory = Callable[
 class ImplError(ValueError):
     """A spec cannot be used (unknown name, bad argument, load failure, unsupported policy);
     the message is one line naming the spec."""
+
+
+@dataclass(frozen=True)
+class ImplSpec:
+    """An implementation spec parsed — the one place its text is split. ``NAME`` (``arg``
+    None) or ``NAME:ARG`` (``arg`` the text after the first ``:``, "" for ``NAME:``); an
+    SGLang-style ``ARG`` is a checkout ``PATH`` (:attr:`path`) or ``FILE.py[:CLASS]``
+    (:attr:`user_class`). Parsing checks nothing against the registry (:func:`check_spec`
+    does)."""
+
+    text: str
+    name: str
+    arg: str | None
+
+    @classmethod
+    def parse(cls, text: str) -> ImplSpec:
+        name, sep, arg = text.partition(":")
+        return cls(text, name, arg if sep else None)
+
+    @property
+    def user_class(self) -> tuple[str, str] | None:
+        """``(FILE.py, CLASS)`` of ``NAME:FILE.py:CLASS`` (CLASS "" for ``NAME:FILE.py``), else
+        None."""
+        arg = self.arg
+        if arg is None or not (".py:" in arg or arg.endswith(".py")):
+            return None
+        file, _, class_name = arg.rpartition(":") if ".py:" in arg else (arg, "", "")
+        return file, class_name
+
+    @property
+    def path(self) -> str | None:
+        """The ``PATH`` of ``NAME:PATH`` (a checkout), else None."""
+        return self.arg if self.arg and self.user_class is None else None
 
 
 @dataclass(frozen=True)
@@ -165,9 +199,9 @@ def known_specs() -> str:
 def check_spec(spec: str) -> None:
     """Check ``spec``'s syntax against the registered implementations (nothing is loaded).
     Raises :class:`ImplError` (one line naming the spec)."""
-    name, sep, arg = spec.partition(":")
-    entry = entries().get(name)
-    if entry is None or (sep and (not arg or not entry.takes_arg)):
+    parsed = ImplSpec.parse(spec)
+    entry = entries().get(parsed.name)
+    if entry is None or (parsed.arg is not None and (not parsed.arg or not entry.takes_arg)):
         raise ImplError(f"unknown impl {spec!r}; known: {known_specs()}")
 
 
@@ -178,14 +212,15 @@ def default_label(spec: str) -> str:
     ``NAME:FILE.py:CLASS``. Never contains ``/``. Raises :class:`ImplError` as
     :func:`check_spec`."""
     check_spec(spec)
-    name, sep, rest = spec.partition(":")
-    if not sep:
+    parsed = ImplSpec.parse(spec)
+    if parsed.arg is None:
         return spec
-    if ".py:" in rest:
-        return f"{name}:{rest.rpartition(':')[2]}"
-    base = Path(rest).expanduser().resolve()
+    user = parsed.user_class
+    if user is not None and user[1]:
+        return f"{parsed.name}:{user[1]}"
+    base = Path(parsed.arg).expanduser().resolve()
     top = base.parent if base.name == "python" else base
-    return f"{name}@{top.name or 'root'}"
+    return f"{parsed.name}@{top.name or 'root'}"
 
 
 def resolve(spec: str) -> Resolved:
@@ -194,14 +229,14 @@ def resolve(spec: str) -> Resolved:
     (missing package or path, unsupported version...)."""
     if spec in _RESOLVED:
         return _RESOLVED[spec]
-    name, sep, arg = spec.partition(":")
-    entry = entries().get(name)
-    if entry is None or (sep and not arg):
+    parsed = ImplSpec.parse(spec)
+    entry = entries().get(parsed.name)
+    if entry is None or parsed.arg == "":
         raise ImplError(f"unknown impl {spec!r}; known: {known_specs()}")
-    if sep and not entry.takes_arg:
-        raise ImplError(f"impl {name!r} takes no argument, got {spec!r}")
+    if parsed.arg is not None and not entry.takes_arg:
+        raise ImplError(f"impl {parsed.name!r} takes no argument, got {spec!r}")
     try:
-        label, handle, info = entry.load(spec, arg if sep else None)
+        label, handle, info = entry.load(spec, parsed.arg)
     except ImplError:
         raise
     except ValueError as e:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from radixbench.cache.registry import ImplEntry, default_label, register_impl
+from radixbench.cache.registry import ImplEntry, ImplSpec, default_label, register_impl
 
 if TYPE_CHECKING:
     from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
@@ -63,14 +63,12 @@ SGLANG_IMPLS = {"sglang": "auto", "sglang-python": "python", "sglang-legacy": "l
 Handle = tuple[str, "Loaded"]
 
 
-def _parse(spec: str, arg: str | None) -> tuple[str, str | None, str | None]:
+def _parse(spec: str) -> tuple[str, str | None, str | None]:
     """``(name, PATH or None, FILE.py:CLASS or None)`` of an SGLang spec."""
-    name = spec.partition(":")[0]
-    if arg is None:
-        return name, None, None
-    if ".py:" in arg or arg.endswith(".py"):
-        return name, None, arg
-    return name, arg, None
+    parsed = ImplSpec.parse(spec)
+    if parsed.user_class is not None:
+        return parsed.name, None, parsed.arg
+    return parsed.name, parsed.path, None
 
 
 def _load(spec: str, arg: str | None) -> tuple[str, Handle, ImplInfo]:
@@ -80,7 +78,7 @@ def _load(spec: str, arg: str | None) -> tuple[str, Handle, ImplInfo]:
     from radixbench.cache.sglang.loader import SGLangLoadError
     from radixbench.cache.sglang.unified_load import load_unified, load_user_class
 
-    name, path, user = _parse(spec, arg)
+    name, path, user = _parse(spec)
     core = SGLANG_IMPLS[name]
     label = default_label(spec)
     if core == "legacy":
@@ -168,7 +166,7 @@ def _make_hicache(
     class and a user's subclass (neither is driven with HiCache)."""
     from radixbench.cache.sglang.hicache import ServedHiCache, load_hicache
 
-    name, path, user = _parse(loaded.spec, loaded.spec.partition(":")[2] or None)
+    name, path, user = _parse(loaded.spec)
     if kind != "served" or user is not None:
         raise ValueError(
             f"--enable-hierarchical-cache: {loaded.spec} is not driven with HiCache "
