@@ -7,7 +7,11 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn, cast
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING (mypy reads the name), without importing typing
+
+if TYPE_CHECKING:  # typing's names, for the checker only: ``radixbench --help`` skips typing
+    from typing import Any, NoReturn
 
 
 def radixbench_module(name: str) -> Any:
@@ -50,7 +54,7 @@ def lazy_help(make: Callable[[], str]) -> str:
     """A help text made by ``make()`` when ``--help`` is formatted (a :class:`LazyText`).
     Typed as ``str``, the type argparse declares for a help: argparse reads it as text only
     through what :class:`LazyText` answers."""
-    return cast("str", LazyText(make))
+    return LazyText(make)  # type: ignore[return-value]
 
 
 class LazyChoices(Sequence[str]):
