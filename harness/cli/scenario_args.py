@@ -160,7 +160,11 @@ def _flag(args: argparse.Namespace, dest: str) -> str:
     written = getattr(args, "command_line", ())
     if alias and any(a == alias or a.startswith(alias + "=") for a in written):
         return alias
-    return f"--{dest.replace('_', '-')}"
+    return _FLAGS[dest]
+
+
+#: Parsed name -> the knob's flag (``impls`` -> ``--impl``).
+_FLAGS = {k.dest: k.flag for k in KNOBS}
 
 
 def scenario_from_args(args: argparse.Namespace) -> Scenario:

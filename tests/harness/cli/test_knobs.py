@@ -80,3 +80,16 @@ def test_sglang_alias_only_where_the_command_simulates() -> None:
     assert compare.kv_capacity == 65536
     with pytest.raises(Exception, match="--max-total-tokens"):
         build_parser("replay").parse_args(["replay", "--max-total-tokens", "64Ki"])
+
+
+def test_an_error_names_the_flag_as_declared() -> None:
+    """A value's origin is the knob's flag, not its parsed name spelled as a flag (``--impl``
+    is parsed as ``impls``), or SGLang's alias where the command line used it."""
+    from radixbench.harness.cli.scenario_args import _flag
+
+    words = ["compare", "--impl", "radixbench", "--max-running-requests", "8"]
+    args = build_parser("compare").parse_args(words)
+    args.command_line = ("radixbench", *words)
+    assert _flag(args, "impls") == "--impl"
+    assert _flag(args, "max_running") == "--max-running-requests"
+    assert _flag(args, "kv_capacity") == "--kv-capacity"
