@@ -170,10 +170,11 @@ def _cost_name(cost: object) -> str:
     return str(getattr(cost, "name", type(cost).__name__))
 
 
-def _record(name: str, value: Callable[[Any], Any] | None = None) -> dict[str, Any]:
+def _record(name: str, **derived: Callable[[Any], Any]) -> dict[str, Any]:
     """Field metadata: the field is recorded in the run record (``RunMeta``, config.json) as
-    ``name``, its value as it is or as ``value(field value)``."""
-    return {"record": name, "record_value": value}
+    ``name`` (None: not as it is), and ``derived``: further record names -> a function of the
+    field's value (the cost model's name...)."""
+    return {"record": {**({name: None} if name else {}), **derived}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,7 @@ class SimConfig:
     clip_max_new_tokens: int = 4096
     retract_decode_steps: int = 20
     cost: CostModelT = field(
-        default_factory=_default_cost, metadata=_record("cost_model", _cost_name)
+        default_factory=_default_cost, metadata=_record("", cost_model=_cost_name)
     )
     hicache: HiCacheSim | None = None
 
@@ -326,9 +327,10 @@ class SimConfig:
         or only those of ``names``. Reads only."""
         out = {}
         for f in fields(self):
-            name, value = f.metadata.get("record"), f.metadata.get("record_value")
-            if name is not None and (not names or name in names):
-                out[name] = value(getattr(self, f.name)) if value else getattr(self, f.name)
+            for name, derive in f.metadata.get("record", {}).items():
+                if not names or name in names:
+                    value = getattr(self, f.name)
+                    out[name] = derive(value) if derive else value
         return out
 
     @property
