@@ -49,6 +49,7 @@ __all__ = [
     "legend_room_in",
     "loglog_scatter",
     "no_data",
+    "op_scatter",
     "plot_evict_vs_leaves",
     "plot_match_vs_len",
     "plot_op_cdf",
@@ -92,6 +93,30 @@ def save_figure(fig: Figure, path: Path | str, *, svg: bool = False) -> Path:
 
 
 _save = save_figure
+
+
+def op_scatter(
+    rows: pd.DataFrame,
+    x: str,
+    axis: str,
+    path: Path | str,
+    *,
+    xlabel: tuple[str, str],
+    ylabel: tuple[str, str],
+    title: str,
+    svg: bool = False,
+) -> Path:
+    """One op's latency against ``x`` per value of variant ``axis`` (evictor, matcher), log
+    axes where the values span a decade, fitted log-log slopes in the legend
+    (:func:`~radixbench.reports.plots_scatter.loglog_scatter`), saved to ``path``. ``xlabel``
+    / ``ylabel``: (quantity, unit)."""
+    room = legend_room_in(scatter_series(rows, x, axis))
+    fig = Figure(figsize=(7.5, 5.0 + room))
+    ax = fig.subplots()
+    fixed_layout(fig, bottom_in=XLABEL_IN + room)
+    loglog_scatter(ax, rows, x, axis, xlabel=xlabel, ylabel=ylabel)
+    ax.set_title(title)
+    return _save(fig, path, svg=svg)
 
 
 def cdf_points(
@@ -205,20 +230,11 @@ def plot_evict_vs_leaves(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fal
     heapify; ~0: independent of leaves). Needs ``op``, ``variant``, ``ns``, ``evictable_leaves``.
     """
     rows = ops[ops["op"] == "evict"] if "op" in ops.columns else ops.iloc[0:0]
-    room = legend_room_in(scatter_series(rows, "evictable_leaves", "evictor"))
-    fig = Figure(figsize=(7.5, 5.0 + room))
-    ax = fig.subplots()
-    fixed_layout(fig, bottom_in=XLABEL_IN + room)
-    loglog_scatter(
-        ax,
-        rows,
-        "evictable_leaves",
-        "evictor",
-        xlabel=("evictable leaves before the call", "count"),
-        ylabel=("evict latency", "ns"),
-    )
-    ax.set_title("evict latency vs evictable leaves, by evictor")
-    return _save(fig, path, svg=svg)
+    return op_scatter(
+        rows, "evictable_leaves", "evictor", path, svg=svg,
+        xlabel=("evictable leaves before the call", "count"), ylabel=("evict latency", "ns"),
+        title="evict latency vs evictable leaves, by evictor",
+    )  # fmt: skip
 
 
 def plot_match_vs_len(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
@@ -229,17 +245,8 @@ def plot_match_vs_len(ops: pd.DataFrame, path: Path | str, *, svg: bool = False)
     fitted log-log slope. Needs ``op``, ``variant``, ``ns``, ``key_len``.
     """
     rows = ops[ops["op"] == "match_prefix"] if "op" in ops.columns else ops.iloc[0:0]
-    room = legend_room_in(scatter_series(rows, "key_len", "matcher"))
-    fig = Figure(figsize=(7.5, 5.0 + room))
-    ax = fig.subplots()
-    fixed_layout(fig, bottom_in=XLABEL_IN + room)
-    loglog_scatter(
-        ax,
-        rows,
-        "key_len",
-        "matcher",
-        xlabel=("key length", "tokens"),
-        ylabel=("match_prefix latency", "ns"),
-    )
-    ax.set_title("match_prefix latency vs key length, by matcher")
-    return _save(fig, path, svg=svg)
+    return op_scatter(
+        rows, "key_len", "matcher", path, svg=svg,
+        xlabel=("key length", "tokens"), ylabel=("match_prefix latency", "ns"),
+        title="match_prefix latency vs key length, by matcher",
+    )  # fmt: skip

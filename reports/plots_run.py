@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from radixbench.reports.plotaxes import compact_number, fixed_layout, log_tick_values, log_ticks
-from radixbench.reports.plots import cdf_points, no_data, save_figure
+from radixbench.reports.plots import cdf_points, no_data, op_scatter, save_figure
 from radixbench.reports.plots_scatter import (
     XLABEL_IN,
     legend_room_in,
@@ -189,20 +189,11 @@ def plot_match_vs_matched(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fa
     """``match_prefix`` latency (ns) against the matched length (``result``, tokens) per
     matcher, log-log with fitted slopes; misses (0 matched tokens) are left out."""
     rows = ops[ops["op"] == "match_prefix"]
-    room = legend_room_in(scatter_series(rows, "result", "matcher"))
-    fig = Figure(figsize=(7.5, 5.0 + room))
-    ax = fig.subplots()
-    fixed_layout(fig, bottom_in=XLABEL_IN + room)
-    loglog_scatter(
-        ax,
-        rows,
-        "result",
-        "matcher",
-        xlabel=("matched prefix length", "tokens"),
-        ylabel=("match_prefix latency", "ns"),
-    )
-    ax.set_title("match_prefix latency vs matched length, by matcher")
-    return save_figure(fig, path, svg=svg)
+    return op_scatter(
+        rows, "result", "matcher", path, svg=svg,
+        xlabel=("matched prefix length", "tokens"), ylabel=("match_prefix latency", "ns"),
+        title="match_prefix latency vs matched length, by matcher",
+    )  # fmt: skip
 
 
 def plot_verdict_bars(verdicts: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
