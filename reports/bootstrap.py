@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-__all__ = ["BCA_MAX", "bootstrap_paired", "bootstrap_ratio", "ci_method"]
+__all__ = ["BCA_MAX", "bootstrap_paired", "bootstrap_ratio", "ci_method", "ratio_columns"]
 
 #: Largest sample (values per side) that gets a BCa interval; larger ones get the percentile
 #: interval.
@@ -33,6 +33,22 @@ def ci_method(n_baseline: int, n_candidate: int) -> str:
     """``BCa`` or ``percentile``: the interval :func:`bootstrap_ratio` computes for samples
     of these sizes."""
     return "BCa" if max(n_baseline, n_candidate) <= BCA_MAX else "percentile"
+
+
+def ratio_columns(
+    b: np.ndarray, c: np.ndarray, ratio: float, lo: float, hi: float
+) -> dict[str, float | str]:
+    """A verdict row's statistics of baseline sample ``b`` against candidate sample ``c``:
+    ``baseline_median``, ``candidate_median``, the ``ratio`` and its interval ``ci_low`` /
+    ``ci_high`` (:func:`bootstrap_ratio`'s) and the interval's ``ci_method``, in that order."""
+    return {
+        "baseline_median": float(np.median(b)),
+        "candidate_median": float(np.median(c)),
+        "ratio": ratio,
+        "ci_low": lo,
+        "ci_high": hi,
+        "ci_method": ci_method(b.size, c.size),
+    }
 
 
 def _ratio_of(stat: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:

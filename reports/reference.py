@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.axes import REPLICA, VariantSet
-from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
+from radixbench.reports.bootstrap import bootstrap_ratio, ratio_columns
 from radixbench.reports.diagnostics import axis_checks
 from radixbench.reports.verdicts import common_call_sites, verdict
 
@@ -98,12 +98,7 @@ def reference_rows(
                     "candidate": name,
                     "baseline": ref,
                     "algorithm": variants.value(name, axis),
-                    "baseline_median": float(np.median(b)),
-                    "candidate_median": float(np.median(c)),
-                    "ratio": ratio,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "ci_method": ci_method(b.size, c.size),
+                    **ratio_columns(b, c, ratio, lo, hi),
                     "verdict": verdict(lo, hi, *aa) if check.ok else "not compared",
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.axes import REPLICA, VariantSet
-from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
+from radixbench.reports.bootstrap import bootstrap_ratio, ratio_columns
 
 __all__ = [
     "AA_VERDICT",
@@ -265,12 +265,7 @@ def verdict_table(
                     "baseline": base,
                     "n_candidate": int(c.size),
                     "n_baseline": int(b.size),
-                    "baseline_median": float(np.median(b)),
-                    "candidate_median": float(np.median(c)),
-                    "ratio": ratio,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "ci_method": ci_method(b.size, c.size),
+                    **ratio_columns(b, c, ratio, lo, hi),
                     "note": note,
                 }
             )
