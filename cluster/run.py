@@ -33,8 +33,7 @@ import torch
 from radixbench.cache.kv_events import KVEventConfig
 from radixbench.cluster.bus import EventBus
 from radixbench.cluster.instance import Instance
-from radixbench.cluster.routers import make_router
-from radixbench.cluster.routers.base import RouteRequest
+from radixbench.cluster.routers.base import SHED, RouteRequest
 from radixbench.cluster.spec import ClusterSpec
 from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
@@ -107,9 +106,7 @@ class ClusterSim:
         self.variant, self.cfg, self.spec = variant, cfg, spec
         self.env = env = simpy.Environment()
         seed = router_seed(cfg.seed, name)
-        self.router = router = make_router(
-            name, spec.instances, spec.options(name), seed, cfg.page_size
-        )
+        self.router = router = spec.router(axes, seed, cfg.page_size)
         events = None
         if spec.kv_events and (router.needs_events or kv_event_log is not None):
             events = kv_event_log.config if kv_event_log is not None else KVEventConfig()
@@ -127,6 +124,8 @@ class ClusterSim:
         self.rec = OpRecorder(lambda: float(env.now))
         self.routed: dict[int, int] = {}
         self.predicted: dict[int, int] = {}
+        self.gateway: dict[int, int] = {}
+        self.shed: list[Req] = []  # requests the gateway refused (rejected)
         self._on_request_done = on_request_done
         self._load_t: list[float] = []
         self._load: array = array("q")
@@ -162,6 +161,15 @@ class ClusterSim:
             t0 = perf_counter_ns()
             i = router.route(rq, view)
             ns = perf_counter_ns() - t0
+            self.gateway[tr.rid] = router.last_gateway
+            if i == SHED:
+                self.routed[tr.rid] = self.predicted[tr.rid] = -1
+                req = Req.on_demand(
+                    tr.rid, tr.arrival_s, tr.input_length, tr.output_length, partial(_same, tokens)
+                )
+                req.status = "rejected"
+                self.shed.append(req)
+                continue
             if not 0 <= i < view.n:
                 raise RuntimeError(f"router {router.name} chose instance {i} of {view.n}")
             rec.floats.append(float(env.now))
@@ -180,6 +188,7 @@ class ClusterSim:
             else:
                 expand = partial(block_tokens, tr.hash_ids, tr.input_length)
             req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+            router.on_dispatch(i, req)
             self.instances[i].enqueue(req)
         for inst in self.instances:
             inst.close()
@@ -217,9 +226,10 @@ class ClusterSim:
         for inst in self.instances:
             inst.check_kv()
         name = self.variant.name
-        done = [r for inst in self.instances for r in inst.done]
+        done = [r for inst in self.instances for r in inst.done] + self.shed
         reqs = _request_frame(name, done)
         reqs = self._with_instance(reqs, [self.routed[r] for r in reqs["rid"]])
+        reqs["gateway"] = pd.Series([self.gateway[r] for r in reqs["rid"]], reqs.index, "int64")
         pred = pd.Series(
             [self.predicted[r] for r in reqs["rid"]], index=reqs.index, dtype="float64"
         )

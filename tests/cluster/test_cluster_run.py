@@ -88,7 +88,7 @@ def test_precise_index_equals_the_instances_trees(page: int) -> None:
     spec = ClusterSpec(instances=3, routers=("precise", "oracle"))
     sims, results = _run(spec, page=page)
     for sim in sims:
-        index = sim.router.index
+        index = sim.router.policies[0].index
         for inst in sim.instances:
             held = {h for h, m in index.holders.items() if m >> inst.index & 1}
             assert held == _tree_ids(inst.cache)
@@ -104,7 +104,9 @@ def test_precise_runs_on_sglang_s_own_events() -> None:
     spec = ClusterSpec(instances=2, routers=("precise",))
     sims_rb, res_rb = _run(spec, requests=80)
     sims_sg, res_sg = _run(spec, requests=80, impl="sglang")
-    assert sims_sg[0].router.index.holders == sims_rb[0].router.index.holders
+    assert (
+        sims_sg[0].router.policies[0].index.holders == sims_rb[0].router.policies[0].index.holders
+    )
     cols = ["rid", "instance", "prefix_hit_tokens", "ttft_s"]
     pd.testing.assert_frame_equal(res_rb[0].requests[cols], res_sg[0].requests[cols])
 
