@@ -13,6 +13,10 @@ column says ``_ms`` / ``_us``; throughput in output tokens per simulated second.
   against ``oracle`` when it ran (prefix-hit-rate points below it, TTFT p90 over its).
 * :func:`instance_table` — per router and instance: requests, prefix hit rate, time-weighted
   KV use and waiting queue, peak queue, and the overload flag with its rules.
+* :func:`gateway_table` — per router and gateway (the ``gateway`` column: which of the run's
+  router replicas routed the request): requests and the prefix hit rate of those it routed;
+  :func:`router_table` gives each router's gateway count and the mean / min / max of that
+  per-gateway hit rate when some router ran behind more than one gateway.
 * :func:`router_verdicts` — each router against the baseline router (the first listed, or the
   one ``baseline["router"]`` names; pairs from :meth:`~radixbench.reports.axes.VariantSet.
   pairs` on the ``router`` axis): TTFT p90 ratio baseline / candidate (> 1: candidate better)
@@ -35,7 +39,13 @@ from radixbench.reports.bootstrap import bootstrap_paired, bootstrap_ratio
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.record import RunMeta
 
-__all__ = ["VERDICT_COLUMNS", "instance_table", "router_table", "router_verdicts"]
+__all__ = [
+    "VERDICT_COLUMNS",
+    "gateway_table",
+    "instance_table",
+    "router_table",
+    "router_verdicts",
+]
 
 VERDICT_COLUMNS = [
     "metric", "candidate", "baseline", "candidate_router", "baseline_router", "n",
@@ -90,12 +100,53 @@ def instance_table(
     return pd.DataFrame(rows).sort_values(["variant", "instance"], kind="stable")
 
 
+def gateway_table(requests: pd.DataFrame) -> pd.DataFrame:
+    """One row per (variant, gateway): ``router``, ``gateways`` (the variant's count),
+    ``gateway``, ``requests`` routed, ``prefix_hit_rate`` (hit tokens / input tokens of the
+    finished ones). Empty without a ``gateway`` column."""
+    cols = ["variant", "router", "gateways", "gateway", "requests", "prefix_hit_rate"]
+    if "gateway" not in requests:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for variant, reqs in requests.groupby("variant", sort=False):
+        count = int(reqs["gateways"].iloc[0]) if "gateways" in reqs else 1
+        for g, part in reqs.groupby("gateway", sort=True):
+            done = part[part["status"] == "finished"]
+            inp = done["input_len"].sum()
+            rows.append(
+                {
+                    "variant": variant,
+                    "router": part["router"].iloc[0] if "router" in part else None,
+                    "gateways": count,
+                    "gateway": int(str(g)),
+                    "requests": len(part),
+                    "prefix_hit_rate": float(done["prefix_hit_tokens"].sum() / inp)
+                    if inp
+                    else float("nan"),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _per_gateway(gateways: pd.DataFrame, variant: str) -> dict[str, float]:
+    rates = gateways.loc[gateways["variant"] == variant, "prefix_hit_rate"]
+    count = gateways.loc[gateways["variant"] == variant, "gateways"]
+    return {
+        "gateways": int(count.iloc[0]) if len(count) else 1,
+        "gateway_hit_rate_mean": float(rates.mean()),
+        "gateway_hit_rate_min": float(rates.min()),
+        "gateway_hit_rate_max": float(rates.max()),
+    }
+
+
 def router_table(
     requests: pd.DataFrame, metrics: pd.DataFrame, instances: pd.DataFrame
 ) -> pd.DataFrame:
     """One row per variant (router), in the order run: see the module docstring."""
     rows = []
     m = metrics.set_index("variant")
+    gw = gateway_table(requests)
+    many = bool(len(gw)) and int(gw["gateways"].max()) > 1
     for variant in _routers(requests):
         reqs = requests[requests["variant"] == variant]
         done = reqs[reqs["status"] == "finished"]
@@ -122,6 +173,7 @@ def router_table(
                 "route_p99_us": float(row.get("route_p99_us", np.nan)),
                 "overloaded_instances": int(inst["overloaded"].sum()),
                 **_prediction(done),
+                **(_per_gateway(gw, variant) if many else {}),
             }
         )
     out = pd.DataFrame(rows)

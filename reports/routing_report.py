@@ -23,7 +23,12 @@ from radixbench.reports import write_report
 from radixbench.reports.headline import Answer
 from radixbench.reports.markdown import pipe_table
 from radixbench.reports.record import RunMeta
-from radixbench.reports.routing import instance_table, router_table, router_verdicts
+from radixbench.reports.routing import (
+    gateway_table,
+    instance_table,
+    router_table,
+    router_verdicts,
+)
 from radixbench.reports.tables import write_table
 
 __all__ = ["answer_lines", "write_routing_report"]
@@ -43,6 +48,12 @@ def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
             f"{row.output_throughput:,.0f} tok/s, prefix hit rate {row.prefix_hit_rate:.3f}, "
             f"load imbalance {row.load_imbalance:.2f}"
         )
+        if getattr(row, "gateways", 1) > 1:
+            text += (
+                f", per-gateway hit rate {row.gateway_hit_rate_mean:.3f} "
+                f"[{row.gateway_hit_rate_min:.3f}–{row.gateway_hit_rate_max:.3f}] over "
+                f"{row.gateways} gateways"
+            )
         mine = verdicts[verdicts["candidate"] == row.variant]
         parts = []
         for metric, what in (("ttft_p90_s", "TTFT p90"), ("output_throughput", "throughput")):
@@ -105,6 +116,7 @@ def write_routing_report(
         ("routers", routers),
         ("instances", instances),
         ("router_verdicts", verdicts),
+        ("gateways", gateway_table(requests)),
     ):
         tables[stem] = write_table(df, run_dir, stem)
     flags = [

@@ -6,7 +6,12 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.record import RunMeta
-from radixbench.reports.routing import instance_table, router_table, router_verdicts
+from radixbench.reports.routing import (
+    gateway_table,
+    instance_table,
+    router_table,
+    router_verdicts,
+)
 from radixbench.reports.routing_report import answer_lines
 
 
@@ -89,3 +94,29 @@ def test_router_verdicts_and_ranking() -> None:
     lines = answer_lines(routers, v)
     assert lines[0].startswith("1. precise") and "better" in lines[0]
     assert lines[1].startswith("2. round-robin") and "the baseline" in lines[1]
+
+
+def test_per_gateway_hit_rate() -> None:
+    """Each gateway's hit rate is over the requests it routed; the router table and the answer
+    carry their mean and spread when a router ran behind several gateways."""
+    one = _requests("cache-aware", 1.0, 500, 3).assign(gateway=0, gateways="1")
+    many = _requests("cache-aware", 1.0, 0, 4).assign(gateways="4")
+    many["variant"] = many["variant"] + "/gateways=4"
+    many["gateway"] = np.arange(len(many)) % 4
+    many.loc[many["gateway"] == 3, "prefix_hit_tokens"] = 800
+    one["variant"] = one["variant"] + "/gateways=1"
+    req = pd.concat([one, many], ignore_index=True)
+    gw = gateway_table(req)
+    assert list(gw["gateway"]) == [0, 0, 1, 2, 3]
+    assert list(gw["prefix_hit_rate"]) == [0.5, 0.0, 0.0, 0.0, 0.8]
+    ts = pd.concat([_timeseries(n, 0) for n in req["variant"].unique()], ignore_index=True)
+    inst = instance_table(req, ts, RunMeta())
+    metrics = pd.DataFrame(
+        {"variant": req["variant"].unique(), "output_throughput": 1.0, "load_imbalance": 1.0}
+    )
+    routers = router_table(req, metrics, inst)
+    row = routers.set_index("variant").loc[many["variant"].iloc[0]]
+    assert row["gateways"] == 4 and row["gateway_hit_rate_max"] == 0.8
+    assert row["gateway_hit_rate_mean"] == 0.2 and row["gateway_hit_rate_min"] == 0.0
+    lines = answer_lines(routers, router_verdicts(req, n_resamples=50))
+    assert any("per-gateway hit rate 0.200 [0.000–0.800] over 4 gateways" in ln for ln in lines)
