@@ -15,6 +15,7 @@ from radixbench.cache.kv_events import BlockStored
 from radixbench.cluster.routers import RouterError, make_router, needs_events, router_options
 from radixbench.cluster.routers.base import SHED, RouteRequest
 from radixbench.cluster.routers.page_hash import engine_block_ids, prefix_keys
+from radixbench.cluster.routers.placement import PlacementIndex
 from radixbench.cluster.routers.smg_select import sample_by_temperature
 
 A = list(range(100, 140))  # 40 tokens: 10 pages of 4
@@ -142,3 +143,29 @@ def test_later_options_need_the_current_revision() -> None:
         router_options("cache-aware", {"revision": "73da68c", "overlap_decay": 1.0})
     with pytest.raises(RouterError, match="revision must be one of"):
         router_options("cache-aware", {"revision": "main"})
+
+
+def test_placement_holder_cap() -> None:
+    """A fourth holder of a head evicts the stalest (PLACEMENT_HOLDER_CAP 3, swap_remove)."""
+    pl = PlacementIndex(180.0)
+    keys = pl.heads(array("q", range(16)), (16,))
+    for i, t in enumerate((0.0, 1.0, 2.0, 3.0)):
+        pl.record(keys, i, t)
+    assert sorted(h[0] for h in pl.keys[keys[0]]) == [1, 2, 3]
+    assert pl.live_holder(keys[0], 3.0, {0, 1, 2, 3}, lambda i: 0) == 1
+
+
+def test_placement_index_sweep() -> None:
+    pl = PlacementIndex(10.0)
+    a, b = pl.heads(array("q", range(16)), (8, 16))
+    pl.record([a], 0, 0.0)
+    pl.record([b], 1, 5.0)
+    pl.sweep(12.0)  # a expired (12 - 0 > 10), b live
+    assert list(pl.keys) == [b]
+
+
+def test_boundaries_are_normalised() -> None:
+    o = router_options("cache-aware", {"cache_boundaries": "64, 0,16,64"})
+    assert o.boundaries() == (16, 64)
+    with pytest.raises(RouterError, match="comma-separated"):
+        router_options("cache-aware", {"cache_boundaries": "16,x"})
