@@ -104,9 +104,9 @@ class ClusterSpec:
             raise ClusterError(str(e)) from None
 
     def _window(self, w: Sequence[float]) -> tuple[int, float, float]:
-        where = f"unhealthy: window {list(w)}"
         if len(w) != 3:
-            raise ClusterError(f"{where} is not [instance, start_s, end_s]")
+            raise ClusterError(f"unhealthy: window {list(w)} is not [instance, start_s, end_s]")
+        where = f"unhealthy: window {w[0]:g}:{w[1]:g}-{w[2]:g}"
         i, a, b = w
         if float(i) != int(i) or not 0 <= int(i) < self.instances:
             raise ClusterError(f"{where}: instance must be in 0..{self.instances - 1}")

@@ -47,7 +47,7 @@ def run_routing_point(
     metrics = read_table(out.run_dir, "metrics")
     instances = read_table(out.run_dir, "instances")
     rows = point_rows(requests, metrics, seed=spec.seed)
-    over = instances.groupby("router")["overloaded"].sum().to_dict()
+    over = instances.groupby("variant")["overloaded"].sum().to_dict()
     wall = round(time.perf_counter() - t0, 1)
     return [
         {
@@ -55,7 +55,7 @@ def run_routing_point(
             "instances": n,
             "load": load,
             "requests": int(out.meta.requests or 0),
-            "overloaded_instances": int(over.get(r["router"], 0)),
+            "overloaded_instances": int(over.get(r["variant"], 0)),
             "point_wall_s": wall,
             **r,
         }
@@ -89,7 +89,9 @@ def run_routing_study(
             run_routing_point, (spec, str(points_dir), extra), order,
             scheduler=scheduler, workers=workers, progress=progress, desc=f"study {spec.name}",
         )  # fmt: skip
-        df = pd.DataFrame(rows).sort_values(["load", "instances", "router"], ignore_index=True)
+        df = pd.DataFrame(rows).sort_values(
+            ["load", "instances", "gateways", "router"], ignore_index=True
+        )
         meta = {
             "name": spec.name,
             "mode": spec.mode,

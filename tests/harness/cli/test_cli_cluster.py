@@ -28,6 +28,22 @@ BAD = [
     (["--routers", "cache-aware", "--router-option", "cache_threshold=0.5"], "--router-option"),
     (["--routers", "teleport"], "--routers"),
     (["--routers", "precise", "--event-loss", "1.5"], "--event-loss"),
+    (["--instances", "2", "--gateways", "0"], "--gateways"),
+    (["--instances", "2", "--gateways", "1,1"], "--gateways"),
+    (["--instances", "2", "--unhealthy", "5:1-2"], "--unhealthy"),
+    (["--instances", "2", "--unhealthy", "1:99999-100000"], "--unhealthy"),
+    (["--instances", "2", "--unhealthy", "1-2"], "--unhealthy"),
+    (
+        [
+            "--instances",
+            "2",
+            "--routers",
+            "cache-aware",
+            "--router-option",
+            "cache-aware.revision=x",
+        ],
+        "--router-option",
+    ),
     # HiCache's transfers and KV events would be drained from the same take_actions
     (["--instances", "2", "--enable-hierarchical-cache"], "HiCache"),
 ]
