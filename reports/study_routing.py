@@ -107,7 +107,7 @@ def _plot(points: pd.DataFrame, path: Path) -> Path:
     colors = {r: f"C{k}" for k, r in enumerate(dict.fromkeys(points["router"]))}
     fig = Figure(figsize=(4.6 * len(loads), 10.0))
     axes = fig.subplots(3, len(loads), squeeze=False)
-    fixed_layout(fig, 3, len(loads), right_in=1.9)
+    fixed_layout(fig, 3, len(loads), right_in=2.5)
     for j, load in enumerate(loads):
         part = points[points["load"] == load]
         top, mid, bottom = axes[0][j], axes[1][j], axes[2][j]
@@ -117,7 +117,7 @@ def _plot(points: pd.DataFrame, path: Path) -> Path:
             label = f"{router}, {g} gateway{'s' if g > 1 else ''}"
             top.plot(rows["instances"], rows["ttft_p90_s"], label=label, **style)
             bottom.plot(rows["instances"], rows["gateway_hit_rate_mean"], label=label, **style)
-            if len(gws) > 1:
+            if g > 1:
                 bottom.fill_between(
                     rows["instances"], rows["gateway_hit_rate_min"],
                     rows["gateway_hit_rate_max"], color=colors[router], alpha=0.1,

@@ -134,3 +134,26 @@ def test_coupled_router_time_delays_requests() -> None:
     r = results[0]
     assert (r.requests["status"] == "finished").all()
     assert r.metrics["route_p50_us"] > 0
+
+
+def test_gateways_and_unhealthy_windows_in_a_run() -> None:
+    """Each request records its gateway; with every instance unhealthy for a while the
+    gateways shed what arrives then (status rejected, instance -1) and route the rest."""
+    spec = ClusterSpec(
+        instances=2,
+        routers=("cache-aware",),
+        gateways=(1, 3),
+        unhealthy=((0, 0.5, 1.5), (1, 0.5, 1.5)),
+    )
+    sims, results = _run(spec, requests=120)
+    one, three = results
+    assert set(one.requests["gateway"]) == {0} and set(three.requests["gateway"]) == {0, 1, 2}
+    for r in results:
+        reqs = r.requests
+        shed = reqs[reqs["instance"] == -1]
+        down = reqs["arrival_s"].between(0.5, 1.5, inclusive="left")
+        assert len(shed) and (shed["status"] == "rejected").all()
+        assert set(shed["rid"]) == set(reqs.loc[down, "rid"])
+        assert (reqs.loc[~down, "status"] == "finished").all()
+        assert r.metrics["router_shed"] == len(shed)
+    assert [dict(s.variant.extra)["gateways"] for s in sims] == ["1", "3"]
