@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import (
@@ -120,3 +121,22 @@ def test_per_gateway_hit_rate() -> None:
     assert row["gateway_hit_rate_mean"] == 0.2 and row["gateway_hit_rate_min"] == 0.0
     lines = answer_lines(routers, router_verdicts(req, n_resamples=50))
     assert any("per-gateway hit rate 0.200 [0.000–0.800] over 4 gateways" in ln for ln in lines)
+
+
+def test_router_verdicts_pair_within_a_gateway_count() -> None:
+    """A router behind 8 gateways is compared with the baseline router behind 8, not 1."""
+    frames = []
+    for k, (router, g, scale) in enumerate(
+        [("cache-aware", "1", 1.0), ("cache-aware", "8", 3.0), ("precise", "1", 1.0),
+         ("precise", "8", 1.0)]
+    ):  # fmt: skip
+        df = _requests(router, scale, 0, 10 + k).assign(gateways=g, gateway=0)
+        df["variant"] = df["variant"] + f"/gateways={g}"
+        df["ttft_s"] = np.linspace(0.1, 1.0, len(df)) * scale
+        frames.append(df)
+    v = router_verdicts(pd.concat(frames, ignore_index=True), n_resamples=50)
+    ttft = v[v["metric"] == "ttft_p90_s"].set_index("candidate")
+    at8 = ttft.loc[frames[3]["variant"].iloc[0]]
+    assert at8["baseline"] == frames[1]["variant"].iloc[0] and at8["ratio"] == pytest.approx(3.0)
+    at1 = ttft.loc[frames[2]["variant"].iloc[0]]
+    assert at1["baseline"] == frames[0]["variant"].iloc[0] and at1["ratio"] == pytest.approx(1.0)
