@@ -14,9 +14,12 @@ at random (seeded), asks that gateway's policy, and records the gateway per requ
 
 Every gateway marks an instance unhealthy during the run's unhealthy windows (``unhealthy``:
 ``(instance, start s, end s)``, start inclusive, end exclusive): its policy sees only the
-eligible (healthy) instances, as SMG's policies get ``get_healthy_worker_indices``. The instance
-itself keeps serving what it already has. With one gateway and no windows, every decision and
-count equals the bare policy's.
+eligible (healthy) instances, as SMG's policies gather ``healthy && can_execute`` workers
+(lightseekorg/smg ``model_gateway/src/policies/cache_aware.rs:785-804`` @73da68c,
+``round_robin.rs:28-44``) and answer None (the gateway's 503) when there is none: the request
+is shed. The instance itself keeps serving what it already has (its health check failed; it did
+not crash). With one gateway and no windows, every decision and count equals the bare
+policy's.
 """
 
 from __future__ import annotations
