@@ -143,7 +143,7 @@ class ClusterSpec:
             seed,
             int(axes.get("gateways", "1")),
             self.gateway_index == "shared",
-            self.unhealthy,
+            [(int(i), a, b) for i, a, b in self.unhealthy],
         )
 
     def replace(self, **changes: Any) -> ClusterSpec:

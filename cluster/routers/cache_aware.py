@@ -189,8 +189,8 @@ class CacheAware:
                            self.opt.balance_rel_threshold, least)  # fmt: skip
         else:
             sizes = self.index.blocks
-            key = max((c[1], -c[2], -sizes[c[0]]) for c in cands)
-            chosen = [c[0] for c in cands if (c[1], -c[2], -sizes[c[0]]) == key][-1]
+            key = max((c[1], -c[2], -sizes[int(c[0])]) for c in cands)
+            chosen = [int(c[0]) for c in cands if (c[1], -c[2], -sizes[int(c[0])]) == key][-1]
         self.stats["event" if held[chosen] else "spill"] += 1
         self.predicted_tokens = held[chosen] * self.engine_page
         return chosen
