@@ -17,6 +17,8 @@ column says ``_ms`` / ``_us``; throughput in output tokens per simulated second.
   router replicas routed the request): requests and the prefix hit rate of those it routed;
   :func:`router_table` gives each router's gateway count and the mean / min / max of that
   per-gateway hit rate when some router ran behind more than one gateway.
+* :func:`router_labels` — how the reports name each variant: its router, with its gateway
+  count where some router ran behind several (``cache-aware, 8 gateways``).
 * :func:`router_verdicts` — each router against the baseline router (the first listed, or the
   one ``baseline["router"]`` names; pairs from :meth:`~radixbench.reports.axes.VariantSet.
   pairs` on the ``router`` axis): TTFT p90 ratio baseline / candidate (> 1: candidate better)
@@ -46,6 +48,7 @@ __all__ = [
     "VERDICT_COLUMNS",
     "gateway_table",
     "instance_table",
+    "router_labels",
     "router_table",
     "router_verdicts",
 ]
@@ -142,6 +145,29 @@ def _per_gateway(gateways: pd.DataFrame, variant: str) -> dict[str, float]:
     }
 
 
+def router_labels(df: pd.DataFrame) -> dict[str, str]:
+    """Variant -> how the reports name it (a column, a panel, a legend entry, an answer line):
+    the router, with the gateway count where some variant of ``df`` runs behind more than one
+    gateway ("cache-aware, 8 gateways") and the instance count where ``df`` has several; every
+    variant's full name where that still leaves two alike (two cache variants behind one
+    router). ``df``: a table with ``variant`` and the ``router`` (``gateways``, ``instances``)
+    axis columns; reads the first row of each variant."""
+    first = df.drop_duplicates("variant").set_index("variant")
+    out: dict[str, str] = {}
+    for variant, row in first.iterrows():
+        parts = [str(row["router"])] if "router" in first.columns else [str(variant)]
+        gw = first["gateways"].dropna().astype(str) if "gateways" in first.columns else None
+        if gw is not None and len(gw) and (gw.nunique() > 1 or set(gw) != {"1"}):
+            g = str(row["gateways"])
+            parts.append(f"{g} gateway{'' if g == '1' else 's'}")
+        if "instances" in first.columns and first["instances"].nunique() > 1:
+            parts.append(f"{row['instances']} instances")
+        out[str(variant)] = ", ".join(parts)
+    if len(set(out.values())) < len(out):
+        return {v: v for v in out}
+    return out
+
+
 def router_table(
     requests: pd.DataFrame, metrics: pd.DataFrame, instances: pd.DataFrame
 ) -> pd.DataFrame:
@@ -180,8 +206,8 @@ def router_table(
             }
         )
     out = pd.DataFrame(rows)
-    unique = out["router"].is_unique
-    out.insert(1, "label", out["router"] if unique else out["variant"])
+    labels = router_labels(requests)
+    out.insert(1, "label", [labels.get(v, v) for v in out["variant"]])
     if (out["router"] == "oracle").any():
         vs = VariantSet.from_frames(requests)
         by_name = out.set_index("variant")

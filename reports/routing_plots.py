@@ -28,6 +28,7 @@ from matplotlib.lines import Line2D
 
 from radixbench.reports.plotaxes import fixed_layout
 from radixbench.reports.plots import no_data, save_figure
+from radixbench.reports.routing import router_labels
 
 __all__ = ["plot_instance_hit_rate", "plot_instance_load", "plot_ttft_cdf"]
 
@@ -90,27 +91,6 @@ def _legend(fig: Figure, axes: list, colours: dict, ncol: int) -> None:
     )
 
 
-def _labels(df: pd.DataFrame) -> dict[str, str]:
-    """Variant -> its panel title / legend entry: the router, with the gateway count where a
-    variant runs behind more than one gateway ("cache-aware, 8 gateways") and the instance count
-    where the run has several; a variant's full name where that still leaves two alike (two
-    cache variants behind one router)."""
-    first = df.drop_duplicates("variant").set_index("variant")
-    out: dict[str, str] = {}
-    for variant, row in first.iterrows():
-        parts = [str(row["router"])] if "router" in first.columns else [str(variant)]
-        gw = first["gateways"].dropna().astype(str) if "gateways" in first.columns else None
-        if gw is not None and len(gw) and (gw.nunique() > 1 or set(gw) != {"1"}):
-            g = str(row["gateways"])
-            parts.append(f"{g} gateway{'' if g == '1' else 's'}")
-        if "instances" in first.columns and first["instances"].nunique() > 1:
-            parts.append(f"{row['instances']} instances")
-        out[str(variant)] = ", ".join(parts)
-    if len(set(out.values())) < len(out):
-        return {v: v for v in out}
-    return out
-
-
 def plot_instance_load(
     load: pd.DataFrame, labels: pd.DataFrame, path: Path | str, *, svg: bool = False
 ) -> Path:
@@ -118,7 +98,7 @@ def plot_instance_load(
     with ``variant`` and ``router`` (and ``gateways``, ``instances``: panel titles)."""
     variants = list(dict.fromkeys(load["variant"])) or ["-"]
     colours = instance_colours(sorted(load["instance"].unique()))
-    names = _labels(labels)
+    names = router_labels(labels)
     fig, axes, ncol = _grid(len(variants), len(colours))
     for ax, variant in zip(axes, variants):
         rows = load[load["variant"] == variant]
@@ -147,7 +127,7 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
     t_max = float(done["arrival_s"].max()) if len(done) else 1.0
     edges = np.linspace(0.0, max(t_max, 1e-9), TIME_BINS + 1)
     mids = (edges[:-1] + edges[1:]) / 2
-    names = _labels(requests)
+    names = router_labels(requests)
     for ax, variant in zip(axes, variants):
         rows = done[done["variant"] == variant]
         if not len(rows):
@@ -175,7 +155,7 @@ def plot_ttft_cdf(requests: pd.DataFrame, path: Path | str, *, svg: bool = False
     fixed_layout(fig, right_in=1.9)
     done = requests[requests["status"] == "finished"]
     drawn = False
-    names = _labels(requests)
+    names = router_labels(requests)
     for variant in dict.fromkeys(requests["variant"]):
         ttft = np.sort(done.loc[done["variant"] == variant, "ttft_s"].to_numpy(np.float64))
         ttft = ttft[ttft > 0]

@@ -42,6 +42,7 @@ def _x(r: float) -> str:
 def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
     """One line per router, best TTFT p90 first (see the module docstring)."""
     lines = []
+    label = dict(zip(routers["variant"], routers["label"], strict=True))
     ranked = routers.sort_values(["ttft_p90_s", "output_throughput"], ascending=[True, False])
     for k, row in enumerate(ranked.itertuples(index=False), start=1):
         text = (
@@ -66,7 +67,9 @@ def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
                     f"({r['verdict']})"
                 )
         if parts:
-            text += f" — vs {mine.iloc[0]['baseline_router']}: " + ", ".join(parts)
+            base = mine.iloc[0]
+            text += f" — vs {label.get(base['baseline'], base['baseline_router'])}: "
+            text += ", ".join(parts)
         elif len(verdicts):
             text += " — the baseline"
         lines.append(text)
@@ -159,16 +162,32 @@ def _render(
         ),
     }
     result["plots"] = plots
-    frames = {  # the columns report.md shows: no repeated variant names to scroll past
-        "Routers": router_view(result["routers"]),
-        "Router verdicts": result["router_verdicts"].drop(columns=["candidate", "baseline"]),
-        "Instances": result["instances"].drop(columns=["variant"]),
-    }
-    result["report_md"] = _write_md(run_dir, result, plots, meta, equivalence)
+    frames = shown_tables(result)
+    result["report_md"] = _write_md(run_dir, result, frames, plots, meta, equivalence)
     result["report_html"] = write_report_html(
         run_dir, meta=meta, equivalence=equivalence, frames=frames, plots=plots,
         answer=result["answer"], heading="radixbench cluster report",
     )  # fmt: skip
+
+
+def shown_tables(result: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """The routers, router verdicts and instances tables as report.md and report.html show
+    them: no repeated variant names to scroll past, each router named by its ``label``
+    (:func:`~radixbench.reports.routing.router_labels`: "cache-aware, 8 gateways" beside
+    "cache-aware, 1 gateway"). Mutates nothing."""
+    routers = result["routers"]
+    label = dict(zip(routers["variant"], routers["label"], strict=True))
+    verdicts, instances = result["router_verdicts"], result["instances"]
+    return {
+        "Routers": router_view(routers),
+        "Router verdicts": verdicts.assign(
+            candidate_router=verdicts["candidate"].map(label).fillna(verdicts["candidate_router"]),
+            baseline_router=verdicts["baseline"].map(label).fillna(verdicts["baseline_router"]),
+        ).drop(columns=["candidate", "baseline"]),
+        "Instances": instances.assign(
+            router=instances["variant"].map(label).fillna(instances["router"])
+        ).drop(columns=["variant"]),
+    }
 
 
 def router_view(routers: pd.DataFrame) -> pd.DataFrame:
@@ -187,6 +206,7 @@ def router_view(routers: pd.DataFrame) -> pd.DataFrame:
 def _write_md(
     run_dir: Path,
     result: dict[str, Any],
+    frames: Mapping[str, pd.DataFrame],
     plots: dict[str, Path],
     meta: RunMeta,
     equivalence: Mapping[str, Any],
@@ -230,18 +250,18 @@ def _write_md(
         "One column per router; TTFT, TPOT and E2E in s, route times in µs, throughput in "
         "output tokens per simulated second (`routers.csv`: one row per router).",
         "",
-        pipe_table(router_view(routers)),
+        pipe_table(frames["Routers"]),
         "",
         "## Router verdicts",
         "",
         "TTFT p90: ratio baseline / candidate; throughput: candidate / baseline (> 1: the "
         "candidate is better); 95 % percentile bootstrap over requests paired by rid.",
         "",
-        pipe_table(result["router_verdicts"].drop(columns=["candidate", "baseline"])),
+        pipe_table(frames["Router verdicts"]),
         "",
         "## Instances",
         "",
-        pipe_table(result["instances"].drop(columns=["variant"])),
+        pipe_table(frames["Instances"]),
         "",
         "## Plots",
         "",

@@ -10,10 +10,11 @@ from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import (
     gateway_table,
     instance_table,
+    router_labels,
     router_table,
     router_verdicts,
 )
-from radixbench.reports.routing_report import answer_lines
+from radixbench.reports.routing_report import answer_lines, shown_tables
 
 
 def _requests(router: str, ttft_scale: float, hit: int, seed: int) -> pd.DataFrame:
@@ -140,3 +141,46 @@ def test_router_verdicts_pair_within_a_gateway_count() -> None:
     assert at8["baseline"] == frames[1]["variant"].iloc[0] and at8["ratio"] == pytest.approx(3.0)
     at1 = ttft.loc[frames[2]["variant"].iloc[0]]
     assert at1["baseline"] == frames[0]["variant"].iloc[0] and at1["ratio"] == pytest.approx(1.0)
+
+
+def test_every_table_names_the_gateway_count() -> None:
+    """A router behind 1 and behind 8 gateways: the router table's labels, the answer's "vs"
+    partner, the verdicts' and instances' router columns all say the count (they read
+    'cache-aware' twice, or the full variant name, before)."""
+    frames = []
+    for k, (router, g) in enumerate(
+        [("cache-aware", "1"), ("cache-aware", "8"), ("precise", "1"), ("precise", "8")]
+    ):
+        df = _requests(router, 1.0 + k, 0, 20 + k).assign(gateways=g, gateway=0)
+        df["variant"] = df["variant"] + f"/gateways={g}"
+        frames.append(df)
+    req = pd.concat(frames, ignore_index=True)
+    ts = pd.concat([_timeseries(n, 0) for n in req["variant"].unique()], ignore_index=True)
+    inst = instance_table(req, ts, RunMeta())
+    metrics = pd.DataFrame(
+        {"variant": req["variant"].unique(), "output_throughput": 1.0, "load_imbalance": 1.0}
+    )
+    routers = router_table(req, metrics, inst)
+    names = ["cache-aware, 1 gateway", "cache-aware, 8 gateways", "precise, 1 gateway",
+             "precise, 8 gateways"]  # fmt: skip
+    assert list(routers["label"]) == names
+    verdicts = router_verdicts(req, n_resamples=50)
+    lines = answer_lines(routers, verdicts)
+    assert any(ln.split(":")[0].endswith("precise, 8 gateways") and
+               "— vs cache-aware, 8 gateways:" in ln for ln in lines)  # fmt: skip
+    shown = shown_tables({"routers": routers, "router_verdicts": verdicts, "instances": inst})
+    assert list(shown["Routers"].columns[1:]) == names
+    assert set(shown["Router verdicts"]["baseline_router"]) == {
+        "cache-aware, 1 gateway",
+        "cache-aware, 8 gateways",
+    }
+    assert list(dict.fromkeys(shown["Instances"]["router"])) == names
+
+
+def test_router_labels_fall_back_to_the_variant_name() -> None:
+    """Two cache variants behind one router keep their full names; one gateway everywhere
+    leaves the router's name alone."""
+    two = pd.DataFrame({"variant": ["heapify/router=a", "lru-list/router=a"], "router": "a"})
+    assert router_labels(two) == {v: v for v in two["variant"]}
+    one = pd.DataFrame({"variant": ["v1", "v2"], "router": ["a", "b"], "gateways": "1"})
+    assert router_labels(one) == {"v1": "a", "v2": "b"}

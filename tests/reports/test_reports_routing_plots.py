@@ -123,10 +123,3 @@ def test_panels_name_the_gateway_count(tmp_path: Path, figures: list[Figure]) ->
         "cache-aware, 1 gateway",
         "cache-aware, 8 gateways",
     ]
-
-
-def test_two_cache_variants_behind_one_router_keep_their_names() -> None:
-    reqs = pd.DataFrame({"variant": ["heapify/router=a", "lru-list/router=a"], "router": "a"})
-    assert routing_plots._labels(reqs) == {v: v for v in reqs["variant"]}
-    one = pd.DataFrame({"variant": ["v1", "v2"], "router": ["a", "b"], "gateways": "1"})
-    assert routing_plots._labels(one) == {"v1": "a", "v2": "b"}

@@ -135,3 +135,22 @@ def test_small_cluster_compare(tmp_path: Path, capsys) -> None:
     assert len(variants) == 3  # every router's instances wrote their events
     assert main(["plot", str(run)]) == 0
     assert (run / "report.md").read_text().startswith("# radixbench cluster report")
+
+
+def test_terminal_table_names_the_gateway_count(tmp_path: Path, capsys) -> None:
+    """One router behind 1 and 2 gateways prints two rows that say which is which (both read
+    'cache-aware' before)."""
+    code = main(
+        [
+            "compare", "multi-turn", "--requests", "40", "--evictors", "heapify",
+            "--matchers", "galloping", "--instances", "2", "--routers", "cache-aware",
+            "--gateways", "1,2", "--out", str(tmp_path / "runs"), "--no-progress",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    rows = [ln for ln in printed if ln.startswith("cache-aware")]
+    assert [ln.split("  ")[0] for ln in rows] == [
+        "cache-aware, 1 gateway",
+        "cache-aware, 2 gateways",
+    ]
