@@ -15,6 +15,7 @@ many or when (see docs/SGLANG-FIDELITY.md).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator, _mask_of
@@ -190,6 +191,18 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         Mirrors ``PagedTokenToKVPoolAllocator.alloc_decode`` / ``alloc_decode_naive`` of
         sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
         """
+        if self.device.type == "cpu":
+            out_np = self.alloc_decode_np(
+                seq_lens.to(dtype=torch.int64).reshape(-1).numpy(),
+                last_loc.to(dtype=torch.int64).reshape(-1).numpy(),
+            )
+            return None if out_np is None else torch.from_numpy(out_np)
+        return self._alloc_decode_torch(seq_lens, last_loc)
+
+    def _alloc_decode_torch(
+        self, seq_lens: torch.Tensor, last_loc: torch.Tensor
+    ) -> torch.Tensor | None:
+        """:meth:`alloc_decode` in torch ops on the pool's device (the path off the CPU)."""
         ps, dev = self.page_size, self.device
         seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
         last = last_loc.to(device=dev, dtype=torch.int64).reshape(-1)
@@ -205,6 +218,31 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         if pages is None:
             return None
         out[need] = pages * ps
+        return out
+
+    def alloc_decode_np(self, seq_lens: np.ndarray, last_loc: np.ndarray) -> np.ndarray | None:
+        """:meth:`alloc_decode` of a CPU pool on numpy arrays (int64 ``[bs]`` each, not
+        mutated): the same slots, checks and mutations, without a torch op per element-wise
+        step (a decode step's batch is small: a torch op's dispatch costs more than its work).
+        Returns a new int64 ``[bs]`` array, or ``None`` (nothing taken). Raises ``ValueError``
+        as :meth:`alloc_decode`; ``RuntimeError`` on a pool not on the CPU."""
+        if self.device.type != "cpu":
+            raise RuntimeError("alloc_decode_np: the pool is not on the CPU")
+        ps = self.page_size
+        if seq_lens.shape != last_loc.shape:
+            raise ValueError("alloc_decode: seq_lens and last_loc differ in length")
+        out = last_loc + 1
+        need = (seq_lens - 1) % ps == 0
+        if self.debug:
+            if seq_lens.size and bool(((last_loc + 2) % ps != seq_lens % ps).any()):
+                raise ValueError("alloc_decode: last_loc does not match seq_lens")
+            self._check_continues(torch.from_numpy(out[~need]), "alloc_decode")
+        n = int(np.count_nonzero(need))
+        if n:
+            pages = self._take_pages(n)
+            if pages is None:
+                return None
+            out[need] = pages.numpy() * ps
         return out
 
     def free(self, indices: torch.Tensor) -> None:

@@ -187,3 +187,34 @@ def test_slots_follow_positions_page_by_page(ops, page) -> None:
             assert owner.setdefault(p, r) == r
     assert alloc.available_size() // page + len(owner) == 24
     assert not any(bool(alloc.is_free[p * page]) for p in owner)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lens=st.lists(st.lists(st.integers(1, 9), min_size=1, max_size=6), min_size=1, max_size=6),
+    page=st.sampled_from([2, 4, 16]),
+    debug=st.booleans(),
+)
+def test_numpy_decode_path_hands_out_the_torch_paths_slots(lens, page, debug) -> None:
+    """``alloc_decode_np`` (the CPU path of ``alloc_decode``) against ``_alloc_decode_torch``
+    (the path on a GPU), on twin pools: batches of fresh requests extended, then decoded step by
+    step; the same slots (or ``None``), the same free lists, every step."""
+    a, b = (PagedTokenToKVPoolAllocator(32 * page, page, debug=debug) for _ in range(2))
+    for batch in lens:
+        n = len(batch)
+        extended = [extend(x, [0] * n, batch, [-1] * n) for x in (a, b)]
+        if extended[0] is None:
+            assert extended[1] is None
+            break
+        assert torch.equal(extended[0], extended[1])
+        ends = torch.cumsum(T(batch), 0) - 1
+        last, seq = extended[0][ends], T(batch)
+        for _ in range(page + 2):
+            got = a.alloc_decode_np((seq + 1).numpy(), last.numpy())
+            want = b._alloc_decode_torch(seq + 1, last)
+            if want is None:
+                assert got is None
+                break
+            assert got is not None and got.tolist() == want.tolist()
+            assert torch.equal(a.free_list(), b.free_list())
+            last, seq = want, seq + 1
