@@ -1,11 +1,13 @@
 """A cluster run of one variant: N instances behind one router, in one simpy environment.
 
-:class:`ClusterSim` is :class:`~radixbench.sim.run.VariantSim` for a cluster, steppable the same
-way (``step`` / ``result``), so ``compare`` interleaves router variants as it interleaves cache
-variants. The variant's ``router`` axis names the policy; every instance runs the variant's
-cache implementation and algorithms with the scenario's ``SimConfig`` (``Instance``). The
-router is a simpy process that takes the trace's requests in arrival order: for each it makes
-the prompt tokens (when the policy reads them), asks the policy (``route``), timing the call
+:class:`ClusterSim` runs the one server loop of :class:`~radixbench.sim.run.VariantSim` with N
+servers and the variant's router as its dispatch, steppable the same way (``step`` /
+``result``), so ``compare`` interleaves router variants as it interleaves cache variants. The
+variant's ``router`` axis names the policy; every instance is a
+:class:`~radixbench.sim.server.Server` running the variant's cache implementation and
+algorithms with the scenario's ``SimConfig``, used through its public surface only. The arrival
+process takes the trace's requests in arrival order: for each the router makes the prompt
+tokens (when the policy reads them), asks the policy (``route``), timing the call
 with ``perf_counter_ns`` into its own op recorder (op ``route``: key_len = input tokens, result
 = the instance), and hands the request to the instance; with ``couple_router_time`` the
 measured decision time passes on the simulated clock first, so it enters TTFT (decisions are
@@ -32,7 +34,6 @@ import torch
 
 from radixbench.cache.kv_events import KVEventConfig
 from radixbench.cluster.bus import EventBus
-from radixbench.cluster.instance import Instance
 from radixbench.cluster.routers import make_router
 from radixbench.cluster.routers.base import RouteRequest
 from radixbench.cluster.spec import ClusterSpec
@@ -41,7 +42,8 @@ from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import serving_metrics
 from radixbench.sim.request import Req
-from radixbench.sim.run import VariantResult, VariantSim, _request_frame
+from radixbench.sim.run import VariantResult, VariantSim, request_frame, with_axes
+from radixbench.sim.server import Server
 from radixbench.workloads.tokens import block_tokens
 from radixbench.workloads.trace import TraceRequest
 
@@ -56,10 +58,10 @@ def router_seed(seed: int, router: str) -> int:
 
 
 class _View:
-    """The router's :class:`~radixbench.cluster.routers.base.ClusterView` of ``instances``."""
+    """The router's :class:`~radixbench.cluster.routers.base.ClusterView` of ``servers``."""
 
-    def __init__(self, env: simpy.Environment, instances: list[Instance]) -> None:
-        self.env, self.inst, self.n = env, instances, len(instances)
+    def __init__(self, env: simpy.Environment, servers: list[Server]) -> None:
+        self.env, self.inst, self.n = env, servers, len(servers)
         self.outstanding = [0] * self.n
         self.outstanding_tokens = [0] * self.n
         self.processed = [0] * self.n
@@ -69,13 +71,13 @@ class _View:
         return float(self.env.now)
 
     def waiting(self, i: int) -> int:
-        return len(self.inst[i].sched.waiting)
+        return self.inst[i].waiting()
 
     def waiting_tokens(self, i: int) -> int:
-        return sum(r.input_len for r in self.inst[i].sched.waiting)
+        return self.inst[i].waiting_tokens()
 
     def running(self, i: int) -> int:
-        return len(self.inst[i].sched.arr.reqs)
+        return self.inst[i].running()
 
     def kv_used_tokens(self, i: int) -> int:
         return self.inst[i].kv_used_tokens()
@@ -88,7 +90,8 @@ class _View:
 class ClusterSim:
     """``spec.instances`` instances of ``variant`` behind its ``router`` axis's policy.
     ``on_request_done``: called per finished request; ``kv_event_log``: also write every
-    published batch there. Raises ``ValueError`` when the variant has no ``router`` axis."""
+    published batch there; ``coalesce``: the servers' decode runs (``sim.scheduler``).
+    Raises ``ValueError`` when the variant has no ``router`` axis."""
 
     def __init__(
         self,
@@ -99,13 +102,13 @@ class ClusterSim:
         spec: ClusterSpec,
         on_request_done: Callable[[], None] | None = None,
         kv_event_log: KVEventLog | None = None,
+        coalesce: bool = True,
     ) -> None:
         axes = dict(variant.extra)
         if "router" not in axes:
             raise ValueError(f"variant {variant.name!r} has no router axis")
         name = axes["router"]
         self.variant, self.cfg, self.spec = variant, cfg, spec
-        self.env = env = simpy.Environment()
         seed = router_seed(cfg.seed, name)
         self.router = router = make_router(
             name, spec.instances, spec.options(name), seed, cfg.page_size
@@ -114,77 +117,82 @@ class ClusterSim:
         if spec.kv_events and (router.needs_events or kv_event_log is not None):
             events = kv_event_log.config if kv_event_log is not None else KVEventConfig()
             events = KVEventConfig(spec.dynamo_format, events.lora_names)
+        self.rec = OpRecorder()  # rows written by _route, stamped with env.now
+        self.routed: dict[int, int] = {}
+        self.predicted: dict[int, int] = {}
+        self._load_t: list[float] = []
+        self._load: array = array("q")
+        self._route_code = self.rec.code("route")
+        self._tokens_needed = router.needs_tokens
+        self.sim = VariantSim(
+            trace, cfg, variant, device, on_request_done, kv_event_log if events else None,
+            instances=spec.instances, dispatch=self._route, on_done=self._done,
+            kv_events=events, publish=self._publish, coalesce=coalesce,
+        )  # fmt: skip
+        self.env = env = self.sim.env
         self.bus = EventBus(env, spec.event_delay_s, spec.event_loss, np.random.default_rng(seed))
         if router.needs_events:
             self.bus.subscribe(router.on_events, exact=getattr(router, "exact_events", False))
-        publish = self.bus.publish if router.needs_events else None
-        self.instances: list[Instance] = []
-        self.instances = [
-            Instance(i, env, cfg, variant, device, self._done, events, publish, kv_event_log)
-            for i in range(spec.instances)
-        ]
-        self.view = view = _View(env, self.instances)
-        self.rec = OpRecorder(lambda: float(env.now))
-        self.routed: dict[int, int] = {}
-        self.predicted: dict[int, int] = {}
-        self._on_request_done = on_request_done
-        self._load_t: list[float] = []
-        self._load: array = array("q")
-        self.events = 0
-        self.wall_ns = 0
-        env.process(self._arrivals(trace, router, view))
+        self.instances = self.sim.servers
+        self.view = _View(env, self.instances)
+
+    def _publish(self, instance: int, events: Sequence[Any]) -> None:
+        if self.router.needs_events:
+            self.bus.publish(instance, events)
 
     @property
     def cache(self) -> Any:
         """The first instance's cache (what code runs: every instance runs the same)."""
-        return self.instances[0].cache
+        return self.sim.cache
 
-    def _done(self, inst: Instance, req: Req) -> None:
+    @property
+    def events(self) -> int:
+        """Simpy events processed so far."""
+        return self.sim.events
+
+    @property
+    def wall_ns(self) -> int:
+        """ns spent stepping so far."""
+        return self.sim.wall_ns
+
+    def step(self, max_events: int) -> bool:
+        """Process up to ``max_events`` simpy events (``VariantSim.step``)."""
+        return self.sim.step(max_events)
+
+    def _done(self, inst: Server, req: Req) -> None:
         v = self.view
         v.outstanding[inst.index] -= 1
         v.outstanding_tokens[inst.index] -= req.input_len + req.output_len
         self.router.on_finish(inst.index, req.rid)
-        if self._on_request_done is not None:
-            self._on_request_done()
 
-    def _arrivals(
-        self, trace: Sequence[TraceRequest], router: Any, view: _View
-    ) -> simpy.events.ProcessGenerator:
-        env, rec, couple = self.env, self.rec, self.spec.couple_router_time
-        code = rec.code("route")
-        tokens_needed = router.needs_tokens
-        for tr in trace:
-            delay = tr.arrival_s - env.now
-            if delay > 0:
-                yield env.timeout(delay)
-            tokens = block_tokens(tr.hash_ids, tr.input_length) if tokens_needed else _NO_TOKENS
-            rq = RouteRequest(tr.rid, tokens, tr.input_length, tr.output_length, tr.arrival_s)
-            t0 = perf_counter_ns()
-            i = router.route(rq, view)
-            ns = perf_counter_ns() - t0
-            if not 0 <= i < view.n:
-                raise RuntimeError(f"router {router.name} chose instance {i} of {view.n}")
-            rec.floats.append(float(env.now))
-            rec.ints.extend((code, ns, tr.input_length, i, 0, 0, 0, rec.top))
-            self.routed[tr.rid] = i
-            self.predicted[tr.rid] = getattr(router, "predicted_tokens", -1)
-            view.outstanding[i] += 1
-            view.outstanding_tokens[i] += tr.input_length + tr.output_length
-            view.processed[i] += 1
-            self._load_t.append(float(env.now))
-            self._load.extend(view.outstanding)
-            if couple and ns > 0:
-                yield env.timeout(ns * 1e-9)
-            if tokens_needed:
-                expand: Callable[[], array] = partial(_same, tokens)
-            else:
-                expand = partial(block_tokens, tr.hash_ids, tr.input_length)
-            req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
-            self.instances[i].enqueue(req)
-        for inst in self.instances:
-            inst.close()
-
-    step = VariantSim.step
+    def _route(self, tr: TraceRequest) -> tuple[int, Req, float]:
+        """The arrival step's dispatch: route ``tr`` (timed, op ``route``), count it, and say
+        how long the decision holds it when coupled to the clock."""
+        router, view, rec, env = self.router, self.view, self.rec, self.env
+        tokens_needed = self._tokens_needed
+        tokens = block_tokens(tr.hash_ids, tr.input_length) if tokens_needed else _NO_TOKENS
+        rq = RouteRequest(tr.rid, tokens, tr.input_length, tr.output_length, tr.arrival_s)
+        t0 = perf_counter_ns()
+        i = router.route(rq, view)
+        ns = perf_counter_ns() - t0
+        if not 0 <= i < view.n:
+            raise RuntimeError(f"router {router.name} chose instance {i} of {view.n}")
+        rec.floats.append(float(env.now))
+        rec.ints.extend((self._route_code, ns, tr.input_length, i, 0, 0, 0, rec.top))
+        self.routed[tr.rid] = i
+        self.predicted[tr.rid] = getattr(router, "predicted_tokens", -1)
+        view.outstanding[i] += 1
+        view.outstanding_tokens[i] += tr.input_length + tr.output_length
+        view.processed[i] += 1
+        self._load_t.append(float(env.now))
+        self._load.extend(view.outstanding)
+        hold = ns * 1e-9 if self.spec.couple_router_time and ns > 0 else 0.0
+        if tokens_needed:
+            expand: Callable[[], array] = partial(_same, tokens)
+        else:
+            expand = partial(block_tokens, tr.hash_ids, tr.input_length)
+        req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+        return i, req, hold
 
     # ------------------------------------------------------------------ results
     def _with_instance(self, df: pd.DataFrame, values: Any) -> pd.DataFrame:
@@ -217,33 +225,29 @@ class ClusterSim:
         for inst in self.instances:
             inst.check_kv()
         name = self.variant.name
-        done = [r for inst in self.instances for r in inst.done]
-        reqs = _request_frame(name, done)
+        done = self.sim.done
+        reqs = request_frame(name, done)
         reqs = self._with_instance(reqs, [self.routed[r] for r in reqs["rid"]])
         pred = pd.Series(
             [self.predicted[r] for r in reqs["rid"]], index=reqs.index, dtype="float64"
         )
         reqs["predicted_hit_tokens"] = pred.where(pred >= 0)
-        steps = [
-            self._with_instance(inst.sched.steps.frame(name), inst.index) for inst in self.instances
-        ]
+        steps = [self._with_instance(inst.steps_frame(name), inst.index) for inst in self.instances]
         timeseries = pd.concat(steps, ignore_index=True)
-        ops = [self._with_instance(inst.rec.frame(name), inst.index) for inst in self.instances]
+        ops = [self._with_instance(inst.ops_frame(name), inst.index) for inst in self.instances]
         ops.append(self._with_instance(self.rec.frame(name), -1))
         ops_df = pd.concat(ops, ignore_index=True)
         metrics = serving_metrics(done, timeseries, self.cfg.clock)
         metrics.update(self._cluster_metrics(ops_df))
-        metrics["events"] = self.events
-        metrics["wall_s"] = self.wall_ns * 1e-9
-        metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
+        metrics.update(self.sim.run_metrics())
         axes = self.variant.axes()
-        with_axes = VariantSim._with_axes
+        v = self.variant
         return VariantResult(
             name,
-            with_axes(self, reqs),
-            with_axes(self, ops_df),
+            with_axes(v, reqs),
+            with_axes(v, ops_df),
             float(self.env.now),
-            with_axes(self, timeseries),
+            with_axes(v, timeseries),
             {"variant": name, **axes, **metrics},
             self.events,
             self.wall_ns * 1e-9,
