@@ -269,20 +269,24 @@ class Scheduler:
         """sglang 0.5.23 ``ScheduleBatch.retract_decode`` (``sim.admission``)."""
         retract_decode(self)
 
-    def _decode(self, now: float) -> float:
+    def _decode(self, now: float, fits: bool = False) -> float:
         """Start one decode step of the running batch at simulated time ``now`` (slots, batch
-        build, step log); returns its simulated duration (s). Per-request state advances in
-        ``self.arr`` (numpy, O(1) calls per step); a request's ``Req`` fields are synced when it
-        finishes, as the per-request loop of 0.5.23's ``process_batch_result_decode`` would
-        have left them."""
+        build, step log); returns its simulated duration (s). ``fits``: the free slots are
+        known to cover the step's worst case (:meth:`_run_on`), so ``check_decode_mem`` would
+        evict nothing and pass: it is not asked. Per-request state advances in ``self.arr``
+        (numpy, O(1) calls per step); a request's ``Req`` fields are synced when it finishes,
+        as the per-request loop of 0.5.23's ``process_batch_result_decode`` would have left
+        them."""
         arr, slots, builder = self.arr, self.slots, self.builder
-        if not slots.decode_fits(arr.reqs, arr.seq_now() if self.paged else None):
+        seq = arr.seq_now() if self.paged else None
+        if not (fits or slots.decode_fits(arr.reqs, seq)):
             self._retract_decode()
+            seq = arr.seq_now() if self.paged else None
         else:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
         running = arr.reqs
         bs = len(running)
-        loc = slots.decode(running, arr.seq_now() if self.paged else None, arr.rows)
+        loc = slots.decode(running, seq, arr.rows)
         meta = arr.decode_inputs(builder.decode_meta(bs))
         self._build_decode(running, loc, meta)
         decode_s = self._decode_time(bs, arr.seq_total + bs)
@@ -325,7 +329,7 @@ class Scheduler:
                 if self.before_step is not None:
                     arr.sync()
                     self.before_step(self)
-                end = t + self._decode(t)
+                end = t + self._decode(t, fits=True)
         finally:
             clock.at = None
         return end
