@@ -122,7 +122,6 @@ class ClusterSim:
         self.predicted: dict[int, int] = {}
         self._load_t: list[float] = []
         self._load: array = array("q")
-        self._route_code = self.rec.code("route")
         self._tokens_needed = router.needs_tokens
         self.sim = VariantSim(
             trace, cfg, variant, device, on_request_done, kv_event_log if events else None,
@@ -177,8 +176,7 @@ class ClusterSim:
         ns = perf_counter_ns() - t0
         if not 0 <= i < view.n:
             raise RuntimeError(f"router {router.name} chose instance {i} of {view.n}")
-        rec.floats.append(float(env.now))
-        rec.ints.extend((self._route_code, ns, tr.input_length, i, 0, 0, 0, rec.top))
+        rec.add("route", ns, tr.input_length, i, 0, 0, 0, float(env.now))
         self.routed[tr.rid] = i
         self.predicted[tr.rid] = getattr(router, "predicted_tokens", -1)
         view.outstanding[i] += 1

@@ -48,7 +48,10 @@ class OpRecorder(RecordLog):
     each row is stamped with."""
 
     def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
-        super().__init__(_SCHEMA)
+        # compact rows (a row per decode step on a whole trace): 32-bit ints, ns among the
+        # floats (row layout: ints (op, key_len, result, nodes, tokens, leaves, parent),
+        # floats (ns, sim_time_s))
+        super().__init__(_SCHEMA, int32=True, wide=("ns",))
         self.clock = clock
         self.top = self.code("")  # the parent code of a top-level call
         # op codes of the timed calls under way, innermost last, below them ``top``: a call
@@ -77,9 +80,9 @@ class OpRecorder(RecordLog):
         if len(self.parents) == 1:
             self.charge_ns += ns
         code = self.code(op)
-        self.floats.append(sim_time_s)
+        self.floats.extend((ns, sim_time_s))
         self.ints.extend(
-            (code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves, self.parents[-1])
+            (code, key_len, result, tree_nodes, tree_tokens, evictable_leaves, self.parents[-1])
         )
 
     def timed(
@@ -95,7 +98,7 @@ class OpRecorder(RecordLog):
         *args)``, the stats, ``clock()`` and the parent op (:attr:`parents`), so the coupled
         clock is charged the top-level calls only. Exceptions propagate (nothing is recorded)."""
         code = self.code(op)
-        ints_extend, floats_append, clock = self.ints.extend, self.floats.append, self.clock
+        ints_extend, floats_extend, clock = self.ints.extend, self.floats.extend, self.clock
         parents, top = self.parents, self.top
 
         def call(*args: Any) -> R:
@@ -110,8 +113,8 @@ class OpRecorder(RecordLog):
                 parents.pop()
             if parent == top:
                 self.charge_ns += ns
-            floats_append(clock())
-            ints_extend((code, ns, key_len(*args), result(res, *args), n, t, lv, parent))
+            floats_extend((ns, clock()))
+            ints_extend((code, key_len(*args), result(res, *args), n, t, lv, parent))
             return res
 
         return call
@@ -152,7 +155,7 @@ class OpRecorder(RecordLog):
             finally:
                 state[0] = False
             ints, floats = self.last_row()  # the row ``timed_fn`` just appended
-            ints[0], ints[1], ints[-1] = code, state[1], outer_code  # made inside ``op``
+            ints[0], ints[-1], floats[0] = code, outer_code, state[1]  # made inside ``op``
             self.ints.extend(ints)
             self.floats.extend(floats)
             return res

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -162,3 +163,22 @@ def test_a_log_read_mid_run_can_still_grow() -> None:
     for i in range(5000):  # grows the buffers: no view of them may outlive frame()
         log.append_row(("evict", i, 1.0, 2))
     assert len(first) == 1 and len(log.frame("v")) == 5001
+
+
+def test_compact_storage_gives_the_same_int64_columns() -> None:
+    """``int32`` ints and ``wide`` int64 columns kept among the floats (OpRecorder's ns) come
+    back as int64, exactly (an ns above int32 too); a value outside int32 is refused."""
+    schema = (("op", "str"), ("ns", "int64"), ("n", "int64"), ("t", "float64"))
+    wide, plain = RecordLog(schema, int32=True, wide=("ns",)), RecordLog(schema)
+    rows = [("evict", 3 * 10**9 + 7, 5, 1.5), ("insert", 12, -2, 2.5)]
+    for row in rows:
+        wide.append_row(row)
+        plain.append_row(row)
+    assert wide.float_cols == ("ns", "t") and wide.int_cols == ("op", "n")
+    a, b = wide.frame("v"), plain.frame("v")
+    pd.testing.assert_frame_equal(a, b)
+    assert a["ns"].dtype == np.int64 and a["ns"].tolist() == [3 * 10**9 + 7, 12]
+    with pytest.raises(OverflowError):
+        wide.ints.append(2**40)
+    with pytest.raises(ValueError, match="not an int64 column"):
+        RecordLog(schema, wide=("t",))
