@@ -41,6 +41,7 @@ from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import serving_metrics
+from radixbench.sim.records import stacked_frame
 from radixbench.sim.request import Req
 from radixbench.sim.run import VariantResult, VariantSim, request_frame, with_axes
 from radixbench.sim.server import Server
@@ -230,11 +231,11 @@ class ClusterSim:
             [self.predicted[r] for r in reqs["rid"]], index=reqs.index, dtype="float64"
         )
         reqs["predicted_hit_tokens"] = pred.where(pred >= 0)
-        steps = [self._with_instance(inst.steps_frame(name), inst.index) for inst in self.instances]
-        timeseries = pd.concat(steps, ignore_index=True)
-        ops = [self._with_instance(inst.ops_frame(name), inst.index) for inst in self.instances]
-        ops.append(self._with_instance(self.rec.frame(name), -1))
-        ops_df = pd.concat(ops, ignore_index=True)
+        index = [inst.index for inst in self.instances]
+        timeseries = stacked_frame([i.step_log for i in self.instances], name, "instance", index)
+        ops_df = stacked_frame(
+            [*(i.rec for i in self.instances), self.rec], name, "instance", [*index, -1]
+        )
         metrics = serving_metrics(done, timeseries, self.cfg.clock)
         metrics.update(self._cluster_metrics(ops_df))
         metrics.update(self.sim.run_metrics())

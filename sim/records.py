@@ -21,6 +21,24 @@ import pandas as pd
 #: Column kinds a log holds: ``str`` (a few distinct names, stored as codes), int64, float64.
 KINDS = ("str", "int64", "float64")
 
+#: The dtype of the run tables' str columns (pandas' ``str``: NaN for missing) and of their axis
+#: columns (``string``: NA for missing), both on Python objects: each such column repeats a
+#: few distinct values, and there a row is a pointer to one shared ``str`` (8 bytes), where the
+#: default pyarrow storage copies the characters into every row (62 bytes a row for a variant
+#: name; millions of rows on a whole trace behind N instances). The same values, the same
+#: missing values, the same string dtype family (``pd.StringDtype``); parquet stores them as
+#: strings alike.
+STR = pd.StringDtype("python", na_value=np.nan)
+STRING = pd.StringDtype("python")
+
+
+def repeated(value: str | None, n: int, dtype: Any = STR) -> Any:
+    """A string array of ``n`` times ``value`` (None: missing) in ``dtype`` (one shared
+    object)."""
+    values = np.empty(n, dtype=object)
+    values.fill(value)
+    return pd.array(values, dtype=dtype)
+
 
 class RecordLog:
     """Rows of a fixed ``schema`` (``(name, kind)`` pairs, kind in :data:`KINDS`).
@@ -101,7 +119,7 @@ class RecordLog:
         if floats.size != n * len(self.float_cols):
             raise ValueError(f"log rows disagree: {n} int rows, {floats.size} float values")
         floats = floats.reshape(n, len(self.float_cols))
-        names = pd.array(np.array(self.names, dtype=object), dtype="str")
+        names = pd.array(np.array(self.names, dtype=object), dtype=STR)
         out: dict[str, Any] = {}
         for name, kind in self.schema:
             if name in self.float_cols:
@@ -112,10 +130,25 @@ class RecordLog:
             out[name] = names.take(icol) if kind == "str" else icol
         return out
 
+    def column(self, name: str) -> Any:
+        """One column as :meth:`columns` gives it (a fresh array). Raises ``KeyError`` for a
+        name not in the schema."""
+        kind = dict(self.schema)[name]
+        n = len(self)
+        if name in self.float_cols:
+            floats = np.frombuffer(self.floats, dtype=np.float64).reshape(n, len(self.float_cols))
+            col = floats[:, self.float_cols.index(name)]
+            return col.astype(np.int64) if kind == "int64" else col.copy()
+        ints = np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, len(self.int_cols))
+        icol = ints[:, self.int_cols.index(name)].astype(np.int64)
+        if kind != "str":
+            return icol
+        return np.array(self.names, dtype=object)[icol]
+
     def frame(self, variant: str) -> pd.DataFrame:
         """The rows as a DataFrame with a ``variant`` column first. Mutates nothing."""
         df = pd.DataFrame(self.columns())
-        df.insert(0, "variant", variant)
+        df.insert(0, "variant", repeated(variant, len(df)))
         return df
 
     @property
@@ -125,3 +158,27 @@ class RecordLog:
             name: col.tolist() if isinstance(col, np.ndarray) else list(col)
             for name, col in self.columns().items()
         }
+
+
+def stacked_frame(
+    logs: Sequence[RecordLog], variant: str, tag: str, tags: Sequence[int]
+) -> pd.DataFrame:
+    """The rows of ``logs`` (one schema) one log after the other as one DataFrame: ``variant``
+    first, the schema's columns, then the int64 column ``tag`` holding ``tags[i]`` on log
+    ``i``'s rows (e.g. each instance's index). The same frame as concatenating each log's
+    :meth:`RecordLog.frame` with its tag column, built column by column so that no second copy
+    of the whole table is ever held. Raises ``ValueError`` when the schemas differ or
+    ``tags`` does not match ``logs``."""
+    if len(tags) != len(logs) or not logs:
+        raise ValueError(f"stacked_frame: {len(logs)} logs, {len(tags)} tags")
+    schema = logs[0].schema
+    if any(log.schema != schema for log in logs):
+        raise ValueError("stacked_frame: the logs' schemas differ")
+    sizes = [len(log) for log in logs]
+    n = sum(sizes)
+    cols: dict[str, Any] = {"variant": repeated(variant, n)}
+    for name, kind in schema:
+        col = np.concatenate([log.column(name) for log in logs]) if n else logs[0].column(name)
+        cols[name] = pd.array(col, dtype=STR) if kind == "str" else col
+    cols[tag] = np.repeat(np.asarray(tags, dtype=np.int64), sizes)
+    return pd.DataFrame(cols)

@@ -20,7 +20,7 @@ from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
-from radixbench.sim.records import RecordLog
+from radixbench.sim.records import STRING, RecordLog, repeated
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
 from radixbench.sim.server import Server
@@ -117,7 +117,7 @@ def request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
     n_dec = (df["output_len"] - 1).where(df["output_len"] > 1)
     df["tpot_s"] = (df["finish_s"] - df["first_token_s"]) / n_dec
-    df.insert(0, "variant", variant)
+    df.insert(0, "variant", repeated(variant, len(df)))
     return df.sort_values("rid", kind="stable").reset_index(drop=True)
 
 
@@ -143,7 +143,7 @@ def with_axes(variant: Variant, df: pd.DataFrame) -> pd.DataFrame:
     flatten, extra axes; string dtype, missing where the implementation runs its own
     algorithm) inserted after ``variant`` (mutates and returns ``df``)."""
     for i, (axis, value) in enumerate(variant.axes().items(), start=1):
-        df.insert(i, axis, pd.Series([value] * len(df), index=df.index, dtype="string"))
+        df.insert(i, axis, pd.Series(repeated(value, len(df), STRING), index=df.index))
     return df
 
 

@@ -30,6 +30,7 @@ from radixbench.sim.clock import StepClock
 from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
+from radixbench.sim.records import RecordLog
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
 
@@ -165,6 +166,11 @@ class Server:
     def check_kv(self) -> None:
         """The KV pool adds up (``sim.accounting.kv_account``; raises on a leak)."""
         kv_account(self.cache, self.sched.live_requests())
+
+    @property
+    def step_log(self) -> RecordLog:
+        """The scheduler's per-step log (``sim.timeseries.StepLog``)."""
+        return self.sched.steps
 
     def steps_frame(self, name: str) -> pd.DataFrame:
         """The per-step table (docs/CONTRACTS.md, ``timeseries``) under variant ``name``."""
