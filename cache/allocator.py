@@ -2,9 +2,9 @@
 
 ``TokenToKVPoolAllocator`` mirrors ``TokenToKVPoolAllocator`` of sglang 0.5.23
 (``sglang/srt/mem_cache/allocator/token.py``, with ``need_sort`` off as outside PD
-disaggregation). ``ReqToTokenPool`` follows ``ReqToTokenPool`` of SGLang before PR #32208
-(``sglang/srt/mem_cache/memory_pool.py``): rows are taken from the head of the free list, where
-sglang 0.5.23 takes them from its tail. Slot 0 and row 0 are reserved as padding, as in
+disaggregation). ``ReqToTokenPool`` follows ``ReqToTokenPool`` of sglang 0.5.23
+(``sglang/srt/mem_cache/memory_pool.py``): rows are taken from the tail of the free list (LIFO,
+PR #32208), one row per call. Slot 0 and row 0 are reserved as padding, as in
 sglang 0.5.23, so a real KV slot index is never 0.
 
 Checks: sglang 0.5.23 checks nothing on ``alloc`` / ``free`` of KV slots (the paged allocator
@@ -274,12 +274,14 @@ class ReqToTokenPool:
         return len(self.free_rows)
 
     def alloc(self) -> int | None:
-        """Take the first row of the free list, or ``None`` when all are in use. The list is FIFO:
-        rows start in order 1..max_reqs and ``free`` appends to its back, as in SGLang before
-        PR #32208 (sglang 0.5.23 ``alloc_rows`` pops from the back: LIFO)."""
+        """Take the last row of the free list, or ``None`` when all are in use: the list starts
+        as rows 1..max_reqs and ``free`` appends to its back, so the row freed last is taken
+        first (LIFO), as sglang 0.5.23's ``ReqToTokenPool.alloc_rows`` pops ``free_slots`` from
+        the tail (``mem_cache/memory_pool.py``, PR #32208). A light load thus keeps reusing a
+        few rows and the table's other rows are never written (no resident memory)."""
         if not self.free_rows:
             return None
-        row = self.free_rows.pop(0)
+        row = self.free_rows.pop()
         self._is_free[row] = False
         return row
 
