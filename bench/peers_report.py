@@ -8,13 +8,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from radixbench.bench.benchmarks_md import PEERS_END, PEERS_START
 from radixbench.bench.peers import TARGETS, Case, PeerRun
 
 if TYPE_CHECKING:
     from radixbench.bench.calibration import Calibration
 
-START = "<!-- bench-peers:start -->"
-END = "<!-- bench-peers:end -->"
+START, END = PEERS_START, PEERS_END
 BLOCK = 512  # tokens per hash block of the Mooncake trace
 
 HEAD = (
