@@ -117,7 +117,7 @@ class ClusterSim:
         events = None
         if spec.kv_events and (router.needs_events or kv_event_log is not None):
             events = kv_event_log.config if kv_event_log is not None else KVEventConfig()
-            events = KVEventConfig(spec.dynamo_format, events.lora_names)
+            events = events.with_format(spec.dynamo_format)
         self.rec = OpRecorder()  # rows written by _route, stamped with env.now
         self.routed: dict[int, int] = {}
         self.predicted: dict[int, int] = {}

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from radixbench.harness.config.cluster_table import parse_cluster
-from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
+from radixbench.cache.registry import check_policy
+from radixbench.harness.config.cluster_table import check_cluster, parse_cluster
+from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
 from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
@@ -83,6 +84,13 @@ class Scenario:
     reference: str = ""
     #: why the reference asked for does not run (not installed, cannot load...), "" when it does
     reference_note: str = ""
+    #: (key, what set it) for the keys an override set (``("arrivals.start_s", "--start")``):
+    #: an error found later, e.g. while loading the trace, names that (:meth:`named`)
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def named(self, key: str) -> str:
+        """What an error about ``key`` names: the flag that set it, else ``<file>: <key>``."""
+        return dict(self.origins).get(key) or f"{self.file}: {key}"
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -105,7 +113,7 @@ def _reference(
         return None, ""
     try:
         (impl,) = resolve_impls([spec])
-        check_policy((impl,), policy)
+        check_policy(impl.spec, policy)
     except ImplError as exc:
         return None, f"the reference {spec} does not run here: {exc}"
     if impl.takes_algorithms:
@@ -138,7 +146,8 @@ def _variants(
         lists[key] = names
     try:
         impls = resolve_impls(lists["impls"])
-        check_policy(impls, policy)
+        for impl in impls:
+            check_policy(impl.spec, policy)
     except ImplError as exc:
         raise ScenarioError(file, "variants.impls", str(exc)) from None
     try:
@@ -366,12 +375,14 @@ def load_scenario(
             blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
     try:
-        return parse_scenario(doc, file, name, path.parent.resolve())
+        scenario = parse_scenario(doc, file, name, path.parent.resolve())
     except ScenarioError as exc:
         origin = _origin(exc.key, blame)
         if origin is None:
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
+    check_cluster(scenario, blame)
+    return dataclasses.replace(scenario, origins=tuple(blame.items()))
 
 
 def _origin(key: str | None, blame: dict[str, str]) -> str | None:
