@@ -27,6 +27,7 @@ from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import (
     gateway_table,
     instance_table,
+    router_labels,
     router_table,
     router_verdicts,
 )
@@ -39,40 +40,73 @@ def _x(r: float) -> str:
     return "n/a" if pd.isna(r) else f"{r:.3g}"
 
 
-def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
-    """One line per router, best TTFT p90 first (see the module docstring)."""
-    lines = []
-    label = dict(zip(routers["variant"], routers["label"], strict=True))
-    ranked = routers.sort_values(["ttft_p90_s", "output_throughput"], ascending=[True, False])
-    for k, row in enumerate(ranked.itertuples(index=False), start=1):
-        text = (
-            f"{k}. {row.label}: TTFT p90 {row.ttft_p90_s:.3g} s, output "
-            f"{row.output_throughput:,.0f} tok/s, prefix hit rate {row.prefix_hit_rate:.3f}, "
-            f"load imbalance {row.load_imbalance:.2f}"
+def _group_labels(routers: pd.DataFrame) -> dict[str, str]:
+    """Variant -> its router's label without the cache variant ("cache-aware, 8 gateways"):
+    :func:`router_labels` over the router axes only."""
+    axes = [c for c in ("router", "gateways", "instances") if c in routers.columns]
+    key = routers[axes].astype(str).agg("/".join, axis=1)
+    by_key = router_labels(routers.assign(variant=key))
+    return dict(zip(routers["variant"], key.map(by_key), strict=True))
+
+
+def _line(row: Any, name: str, verdicts: pd.DataFrame, base_name: Mapping[str, str]) -> str:
+    """One router's answer text after its rank: ``name``, its figures and its verdicts against
+    the baseline router (named through ``base_name``)."""
+    text = (
+        f"{name}: TTFT p90 {row.ttft_p90_s:.3g} s, output {row.output_throughput:,.0f} tok/s, "
+        f"prefix hit rate {row.prefix_hit_rate:.3f}, load imbalance {row.load_imbalance:.2f}"
+    )
+    if getattr(row, "gateways", 1) > 1:
+        text += (
+            f", per-gateway hit rate {row.gateway_hit_rate_mean:.3f} "
+            f"[{row.gateway_hit_rate_min:.3f}–{row.gateway_hit_rate_max:.3f}] over "
+            f"{row.gateways} gateways"
         )
-        if getattr(row, "gateways", 1) > 1:
-            text += (
-                f", per-gateway hit rate {row.gateway_hit_rate_mean:.3f} "
-                f"[{row.gateway_hit_rate_min:.3f}–{row.gateway_hit_rate_max:.3f}] over "
-                f"{row.gateways} gateways"
+    mine = verdicts[verdicts["candidate"] == row.variant]
+    parts = []
+    for metric, what in (("ttft_p90_s", "TTFT p90"), ("output_throughput", "throughput")):
+        v = mine[mine["metric"] == metric]
+        if len(v):
+            r = v.iloc[0]
+            parts.append(
+                f"{what} {_x(r['ratio'])}x [{_x(r['ci_low'])}–{_x(r['ci_high'])}] ({r['verdict']})"
             )
-        mine = verdicts[verdicts["candidate"] == row.variant]
-        parts = []
-        for metric, what in (("ttft_p90_s", "TTFT p90"), ("output_throughput", "throughput")):
-            v = mine[mine["metric"] == metric]
-            if len(v):
-                r = v.iloc[0]
-                parts.append(
-                    f"{what} {_x(r['ratio'])}x [{_x(r['ci_low'])}–{_x(r['ci_high'])}] "
-                    f"({r['verdict']})"
-                )
-        if parts:
-            base = mine.iloc[0]
-            text += f" — vs {label.get(base['baseline'], base['baseline_router'])}: "
-            text += ", ".join(parts)
-        elif len(verdicts):
-            text += " — the baseline"
-        lines.append(text)
+    if parts:
+        base = mine.iloc[0]
+        text += f" — vs {base_name.get(base['baseline'], base['baseline_router'])}: "
+        text += ", ".join(parts)
+    elif len(verdicts):
+        text += " — the baseline"
+    return text
+
+
+def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
+    """One numbered line per router, best TTFT p90 first (see the module docstring). The cache
+    variants behind one router whose lines read the same once named by the router alone
+    (identical figures and verdicts: the isolated clock gives every cache variant the same
+    schedule) share one line that says how many they are; any that differ keep their own line,
+    named in full."""
+    label = dict(zip(routers["variant"], routers["label"], strict=True))
+    group = _group_labels(routers)
+    ranked = routers.sort_values(["ttft_p90_s", "output_throughput"], ascending=[True, False])
+    rows = list(ranked.itertuples(index=False))
+    short = [_line(r, group[str(r.variant)], verdicts, group) for r in rows]
+    alike: dict[str, int] = {}
+    for text in short:
+        alike[text] = alike.get(text, 0) + 1
+    lines: list[str] = []
+    done: set[str] = set()
+    for row, text in zip(rows, short, strict=True):
+        n = alike[text]
+        if n > 1 and text in done:
+            continue
+        if n > 1:
+            done.add(text)
+            name = group[str(row.variant)]
+            text = text.replace(f"{name}: ", f"{name} ({n} cache variants, alike): ", 1)
+        else:
+            text = _line(row, label[str(row.variant)], verdicts, label)
+        lines.append(f"{len(lines) + 1}. {text}")
     return lines
 
 

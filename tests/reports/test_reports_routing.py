@@ -184,3 +184,50 @@ def test_router_labels_fall_back_to_the_variant_name() -> None:
     assert router_labels(two) == {v: v for v in two["variant"]}
     one = pd.DataFrame({"variant": ["v1", "v2"], "router": ["a", "b"], "gateways": "1"})
     assert router_labels(one) == {"v1": "a", "v2": "b"}
+
+
+def test_cache_variants_alike_behind_a_router_share_one_answer_line() -> None:
+    """Three cache variants behind each of two routers, the same schedule (the isolated clock):
+    the answer has one line per router saying how many variants it stands for (it listed every
+    router x cache variant, six near-identical lines, before); a variant whose figures differ
+    keeps its own line under its full name."""
+    frames = []
+    for router, scale, seed in (("round-robin", 1.0, 30), ("precise", 0.5, 31)):
+        base = _requests(router, scale, 100, seed)
+        for ev in ("heapify", "persistent-heap", "lru-list"):
+            df = base.assign(evictor=ev)
+            df["variant"] = f"{ev}/galloping/numpy/router={router}/instances=2"
+            frames.append(df)
+    odd = frames[-1].copy()
+    odd["variant"] = "heapify/linear/numpy/router=precise/instances=2"
+    odd["ttft_s"] = odd["ttft_s"] * 3
+    req = pd.concat([*frames, odd], ignore_index=True)
+    ts = pd.concat([_timeseries(n, 0) for n in req["variant"].unique()], ignore_index=True)
+    inst = instance_table(req, ts, RunMeta())
+    metrics = pd.DataFrame(
+        {"variant": req["variant"].unique(), "output_throughput": 1.0, "load_imbalance": 1.0}
+    )
+    routers = router_table(req, metrics, inst)
+    lines = answer_lines(routers, router_verdicts(req, n_resamples=50))
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("1. precise (3 cache variants, alike): ")
+    assert "— vs round-robin:" in lines[0]
+    assert lines[1].startswith("2. round-robin (3 cache variants, alike): ")
+    assert lines[2].startswith("3. heapify/linear/numpy/router=precise/instances=2: ")
+
+
+def test_ranked_answers_render_as_ordered_lists() -> None:
+    """A ranked answer ("1. ...") is an ordered list in HTML and Markdown, not a bullet before
+    each rank (report.html read "• 1. 1." on a cluster run)."""
+    from radixbench.reports.headline import Answer
+    from radixbench.reports.html import answer_html
+    from radixbench.reports.markdown import answer_block
+
+    ans = Answer(load=[], headline=["1. precise: TTFT p90 1 s", "2. round-robin: x"], serving=[])
+    html = answer_html(ans)
+    assert "<ol><li>precise: TTFT p90 1 s</li><li>round-robin: x</li></ol>" in html
+    assert "<ul>" not in html
+    md = answer_block(ans)
+    assert "1. precise: TTFT p90 1 s" in md and not any(ln.startswith("- 1.") for ln in md)
+    plain = answer_html(Answer(load=[], headline=["evict: 2x faster"], serving=[]))
+    assert "<ul><li>evict: 2x faster</li></ul>" in plain
