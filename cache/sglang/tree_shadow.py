@@ -61,7 +61,10 @@ class TreeShadow:
         self.first: dict[int, int] = {}
         self.lock: dict[int, int] = {root: 1}
         self.evictable: set[int] = set()
-        self.queue: list[tuple[str, int, int]] = []
+        #: events not applied yet; one list for the shadow's life (cleared, never rebound: the
+        #: eviction hook holds its ``append``)
+        self.queue: list[tuple[str, int, int]] = getattr(self, "queue", [])
+        self.queue.clear()
         #: HiCache: locks of nodes not on the device yet (a load back), until they join
         self.pending_lock: dict[int, int] = {}
         #: the first node id :meth:`discover` probes
@@ -81,7 +84,10 @@ class TreeShadow:
 
     def sync(self) -> None:
         """Apply the queued events in order (queries the core for new nodes)."""
-        queue, self.queue = self.queue, []
+        if not self.queue:
+            return
+        queue = self.queue[:]
+        self.queue.clear()
         for kind, node, delta in queue:
             if kind == "node":
                 self._add_path(node)
