@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast lint install clean bench bench-sim
+.PHONY: demo test test-fast lint install clean bench bench-sim peers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,21 @@ test-fast: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/radixbench bench cache --out runs/bench --markdown BENCHMARKS.md
 	$(BIN)/radixbench bench served --markdown BENCHMARKS.md
+	$(BIN)/radixbench bench peers --markdown BENCHMARKS.md
+
+# The simulator users would pick instead, for `radixbench bench peers`: NVIDIA Dynamo 1.6.1's
+# mocker in a venv of its own (.peers/dynamo; not a dependency of radixbench). ai-dynamo's
+# declared dependencies include `aisimulate`, a placeholder that downloads from another package
+# index and fails, hence --no-deps and the few modules its replay imports (packaging, pyyaml,
+# msgspec). Without it, bench peers runs radixbench's side alone and says so.
+PEERS := .peers/dynamo
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q ai-dynamo-runtime==1.6.1
+	$(PEERS)/bin/python -m pip install -q --no-deps ai-dynamo==1.6.1 packaging pyyaml msgspec
+	touch $@
+
+peers: $(PEERS)/.installed
 
 # Simulator speed (a few minutes): the whole Mooncake conversation trace for one variant,
 # start-up to the first simulated event, `radixbench --help`, and the demo run's report writing;

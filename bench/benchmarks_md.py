@@ -13,7 +13,8 @@ from radixbench.bench.sim import SimBench, lines
 from radixbench.reports._atomic import atomic_paths
 
 __all__ = [
-    "END", "SERVED_END", "SERVED_START", "START", "markdown", "with_section_of",
+    "END", "PEERS_END", "PEERS_START", "SERVED_END", "SERVED_START", "START", "markdown",
+    "with_section_of",
     "write_document", "write_section",
 ]  # fmt: skip
 
@@ -21,8 +22,10 @@ START = "<!-- bench-sim:start -->"
 END = "<!-- bench-sim:end -->"
 SERVED_START = "<!-- bench-served:start -->"
 SERVED_END = "<!-- bench-served:end -->"
+PEERS_START = "<!-- bench-peers:start -->"
+PEERS_END = "<!-- bench-peers:end -->"
 #: The kept sections, as ``(start, end)`` markers, in the order :func:`with_section_of` appends.
-SECTIONS = ((START, END), (SERVED_START, SERVED_END))
+SECTIONS = ((START, END), (SERVED_START, SERVED_END), (PEERS_START, PEERS_END))
 
 
 def markdown(b: SimBench, command: str) -> str:

@@ -67,10 +67,11 @@ class ServedSpec:
     mixed_requests: int = 300
     reps: int = 9
     adapter_requests: int = 600
+    adapter_rounds: int = 3
 
     @classmethod
     def quick(cls) -> ServedSpec:
-        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3, 60)
+        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3, 60, 1)
 
 
 def _key(tokens: Any) -> RadixKey:
@@ -318,5 +319,5 @@ def run_served(spec: ServedSpec) -> tuple[list[Row], dict[str, str]]:
     sglang, skipped = available()
     rows = bench_match(spec, sglang) + bench_evict(spec, sglang)
     rows += bench_insert(spec, sglang) + bench_mixed(spec, sglang)
-    rows += bench_adapter(spec.adapter_requests, sglang)
+    rows += bench_adapter(spec.adapter_requests, sglang, spec.adapter_rounds)
     return rows, skipped

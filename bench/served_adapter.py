@@ -11,8 +11,16 @@ simulator runs (``registry.make_cache``), instrumented by the simulator's
 ``overhead`` = median recorded ns / median direct ns - 1 (the calls pair up one to one; the
 interval is the paired bootstrap of that ratio), and ``wall`` = median ns of the adapter's
 whole call (key and result conversions, the shape shadow, the timer's stats read: what the
-adapter costs a run's wall time, not its figures) / median direct ns. The two caches run each
-request in turn, the first alternating between them from one request to the next.
+adapter costs a run's wall time, not its figures) / median direct ns. The noise floor: a
+second direct cache (``aa``, the A/A replica) is measured against the first the same way;
+identical code must read about 0. ``timer``: a third direct cache timed by its own
+``OpRecorder`` with SGLang's calls on itself wrapped as in a run (``DirectServed(cache,
+timer)``), against the first: what radixbench's timer costs SGLang's calls without the
+adapter (each nested call's timer frame, outside the ns it leaves out), part of
+``overhead``. The four caches run each request in turn, in the 24 orders in rotation (each
+cache as often first, and after each other one, as the others: what ran just before a call
+warms or evicts the CPU caches it uses). Each stream runs ``rounds`` times on fresh caches;
+the calls of all rounds pair up and are pooled.
 
 Streams (``bench.served._requests``: 16 chats interleaved, the KV pool two thirds of what they
 add up to, so evictions run): ``mixed`` per request ``match_prefix``, ``inc_lock_ref``,
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from itertools import permutations
 from time import perf_counter_ns
 from typing import Any
 
@@ -92,41 +101,74 @@ def _request(cache: Any, rid: int, prompt: array, reply: int) -> None:
     cache.release(req, len(prompt) + reply, True)
 
 
-def _stream(spec: str, stream: str, requests: list[tuple[array, int]], slots: int) -> list[Row]:
-    """Run ``stream`` through both caches of ``spec``; one row per op."""
+Ns = dict[str, list[int]]
+
+
+def _round(
+    spec: str, stream: str, requests: list[tuple[array, int]], slots: int
+) -> tuple[Ns, Ns, Ns, Ns, Ns]:
+    """One run of ``stream`` through the direct cache, its A/A replica, the direct one under
+    the timer and the adapted one: ns per op of each and the adapter's whole calls."""
     pool = (lambda: ReqToTokenPool(4, 1 << 16)) if stream == "requests" else (lambda: None)
     direct = DirectServed(_make(spec, slots, pool=pool()))
+    replica = DirectServed(_make(spec, slots, pool=pool()))
+    timer_rec = OpRecorder()
+    timed = DirectServed(_make(spec, slots, pool=pool()), timer_rec)
     adapted = _make(spec, slots, pool=pool())
     rec = OpRecorder()
     adapted.instrument(rec)
     wall: dict[str, list[int]] = {}
     for op in STREAM_OPS[stream]:  # the adapter's whole call, timed from outside
         setattr(adapted, op, _walled(getattr(adapted, op), wall.setdefault(op, [])))
-    step = _mixed if stream == "mixed" else None
+    orders = list(permutations((direct, replica, timed, adapted)))
     with gc_paused():
         for i, (prompt, reply) in enumerate(requests):
-            pair = (direct, adapted) if i % 2 == 0 else (adapted, direct)
-            for cache in pair:
-                if step is not None:
-                    step(cache, prompt, reply)
+            for cache in orders[i % len(orders)]:
+                if stream == "mixed":
+                    _mixed(cache, prompt, reply)
                 else:
                     _request(cache, i, prompt, reply)
-    if direct.sgl.evictable_size() != adapted.sgl.evictable_size():
+    if len({c.sgl.evictable_size() for c in (direct, replica, timed, adapted)}) != 1:
         raise RuntimeError(f"bench served: {spec}: the direct and adapted trees diverged")
+    return direct.ns, replica.ns, _top(timer_rec, spec, stream), _top(rec, spec, stream), wall
+
+
+def _top(rec: OpRecorder, spec: str, stream: str) -> Ns:
+    """The ns of the top-level rows of ``rec``, by op of ``stream``."""
     ops = rec.frame(spec)
     top = ops[ops["parent"] == ""]
+    return {op: top.loc[top["op"] == op, "ns"].tolist() for op in STREAM_OPS[stream]}
+
+
+def _stream(
+    spec: str, stream: str, requests: list[tuple[array, int]], slots: int, rounds: int
+) -> list[Row]:
+    """Run ``stream`` ``rounds`` times through the three caches of ``spec``; one row per op."""
+    got: list[Ns] = [{}, {}, {}, {}, {}]
+    for _ in range(rounds):
+        for pooled, ns in zip(got, _round(spec, stream, requests, slots), strict=True):
+            for op, v in ns.items():
+                pooled.setdefault(op, []).extend(v)
+    direct, replica, timer, recorded, wall = got
     rows = []
     for op in STREAM_OPS[stream]:
-        d = np.asarray(direct.ns.get(op, []), np.float64)
-        r = top.loc[top["op"] == op, "ns"].to_numpy(np.float64)
-        if not d.size or d.size != r.size:
+        d = np.asarray(direct.get(op, []), np.float64)
+        r = np.asarray(recorded.get(op, []), np.float64)
+        a = np.asarray(replica.get(op, []), np.float64)
+        t = np.asarray(timer.get(op, []), np.float64)
+        if not d.size or not d.size == r.size == a.size == t.size:
             raise RuntimeError(f"bench served: {spec} {op}: {d.size} direct, {r.size} recorded")
         ratio, lo, hi = bootstrap_ratio(r, d, paired=True)
+        aa, aa_lo, aa_hi = bootstrap_ratio(a, d, paired=True)
+        tm, tm_lo, tm_hi = bootstrap_ratio(t, d, paired=True)
         rows.append({
             "bench": "served", "case": "adapter", "variant": SGLANG[spec], "op": op,
-            "stream": stream, "calls": int(d.size), "direct_ns": float(np.median(d)),
-            "recorded_ns": float(np.median(r)), "overhead": ratio - 1, "overhead_lo": lo - 1,
-            "overhead_hi": hi - 1, "wall": float(np.median(wall[op])) / float(np.median(d)),
+            "stream": stream, "calls": int(d.size), "rounds": rounds,
+            "direct_ns": float(np.median(d)), "recorded_ns": float(np.median(r)),
+            "overhead": ratio - 1, "overhead_lo": lo - 1, "overhead_hi": hi - 1,
+            "aa": aa - 1, "aa_lo": aa_lo - 1, "aa_hi": aa_hi - 1,
+            "timer": tm - 1, "timer_lo": tm_lo - 1, "timer_hi": tm_hi - 1,
+            "wall": float(np.median(wall[op])) / float(np.median(d)),
         })  # fmt: skip
     return rows
 
@@ -141,14 +183,14 @@ def _walled(fn: Callable[..., Any], out: list[int]) -> Callable[..., Any]:
     return call
 
 
-def bench_adapter(requests: int, sglang: list[str]) -> list[Row]:
+def bench_adapter(requests: int, sglang: list[str], rounds: int = 3) -> list[Row]:
     """Per SGLang served implementation in ``sglang`` (``sglang``, ``sglang-python``; the
-    legacy class is left out) and per op, the adapter's overhead (module docstring) over
-    ``requests`` requests of each stream."""
+    legacy class is left out) and per op, the adapter's overhead and the A/A replica's
+    (module docstring) over ``rounds`` runs of ``requests`` requests of each stream."""
     reqs, total = _requests(requests)
     slots = max(2 * max(len(p) + r for p, r in reqs), total * 2 // 3)
     rows: list[Row] = []
     for spec in [s for s in sglang if s in ("sglang", "sglang-python")]:
         for stream in STREAM_OPS:
-            rows += _stream(spec, stream, reqs, slots)
+            rows += _stream(spec, stream, reqs, slots, rounds)
     return rows

@@ -74,21 +74,32 @@ def _pct(x: Any) -> str:
     return f"{100 * float(x):+.1f} %"
 
 
+def _ci(row: Row, key: str) -> str:
+    if key not in row:
+        return ""
+    return f"{_pct(row[key])} [{_pct(row[key + '_lo'])}, {_pct(row[key + '_hi'])}]"
+
+
 def adapter_table(rows: Sequence[Row]) -> str:
     """The adapter's overhead per implementation and op (``bench.served_adapter``): SGLang's
     own call (direct) and what a run records for it through ``--impl`` (median ns per call),
-    the overhead (recorded / direct - 1, with its 95 % paired-bootstrap interval) and the
-    adapter's whole call (conversions, shape shadow, stats read: wall time, not figures) as a
+    the overhead (recorded / direct - 1, with its 95 % paired-bootstrap interval), the part of
+    it radixbench's timer costs SGLang's calls without the adapter (direct calls under the
+    timer against the first), the A/A replica's (a second direct cache against the first: the
+    method's noise floor) and the adapter's whole call (conversions, shape shadow, stats read:
+    wall time, not figures) as a
     multiple of the direct call. Empty when the run has no adapter rows."""
     ad = [r for r in rows if r["case"] == "adapter"]
     if not ad:
         return ""
     head = ["adapter", "op", "calls", "direct ns", "recorded ns", "overhead [95 % CI]",
-            "adapter wall"]  # fmt: skip
+            "of it the timer's [95 % CI]", "A/A [95 % CI]", "adapter wall"]  # fmt: skip
     body = [
         [str(r["variant"]), str(r["op"]), f"{int(r['calls']):,}", _ns(r["direct_ns"]),
          _ns(r["recorded_ns"]), f"{_pct(r['overhead'])} [{_pct(r['overhead_lo'])}, "
-         f"{_pct(r['overhead_hi'])}]", f"{float(r['wall']):.2f}x"]
+         f"{_pct(r['overhead_hi'])}]",
+         _ci(r, "timer"), _ci(r, "aa"),
+         f"{float(r['wall']):.2f}x"]
         for r in ad
     ]  # fmt: skip
     return markdown_table(head, body)
@@ -178,10 +189,12 @@ def _adapter_target(rows: Sequence[Row]) -> str:
     over = [r for r in ad if float(r["overhead"]) > ADAPTER_TARGET]
     worst = max(ad, key=lambda r: float(r["overhead"]))
     most = f"largest {worst['op']} on {worst['variant']} {_pct(worst['overhead'])}"
+    aa = [float(r["aa"]) for r in ad if "aa" in r]
+    floor = f"; A/A {_pct(min(aa))} to {_pct(max(aa))}" if aa else ""
     if not over:
-        return f"{want}: met ({len(ad)} ops, {most})"
+        return f"{want}: met ({len(ad)} ops, {most}{floor})"
     names = "; ".join(f"{r['op']} on {r['variant']} {_pct(r['overhead'])}" for r in over)
-    return f"{want}: NOT met, {len(over)} over: {names}"
+    return f"{want}: NOT met, {len(over)} over: {names}{floor}"
 
 
 def target_lines(rows: Sequence[Row]) -> list[str]:

@@ -2,9 +2,9 @@
 
 ``TokenToKVPoolAllocator`` mirrors ``TokenToKVPoolAllocator`` of sglang 0.5.23
 (``sglang/srt/mem_cache/allocator/token.py``, with ``need_sort`` off as outside PD
-disaggregation). ``ReqToTokenPool`` follows ``ReqToTokenPool`` of SGLang before PR #32208
-(``sglang/srt/mem_cache/memory_pool.py``): rows are taken from the head of the free list, where
-sglang 0.5.23 takes them from its tail. Slot 0 and row 0 are reserved as padding, as in
+disaggregation). ``ReqToTokenPool`` follows ``ReqToTokenPool`` of sglang 0.5.23
+(``sglang/srt/mem_cache/memory_pool.py``): rows are taken from the tail of the free list (LIFO,
+PR #32208), one row per call. Slot 0 and row 0 are reserved as padding, as in
 sglang 0.5.23, so a real KV slot index is never 0.
 
 Checks: sglang 0.5.23 checks nothing on ``alloc`` / ``free`` of KV slots (the paged allocator
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 #: Environment variable that turns the allocators' ``debug`` checks on by default ("1").
@@ -243,7 +244,14 @@ def _mask_of(free: torch.Tensor, top: int, unit: int, what: str) -> torch.Tensor
 class ReqToTokenPool:
     """Per-request rows of KV-slot indices: ``req_to_token`` int32 ``[max_reqs + 1,
     max_context_len]`` on the device; row 0 is padding. ``req_to_token[r, i]`` is the KV slot of
-    token ``i`` of the request holding row ``r``."""
+    token ``i`` of the request holding row ``r``.
+
+    Zero-filled as sglang 0.5.23's ``torch.zeros``; on the CPU the zeros come from ``calloc``
+    (``numpy.zeros``, shared with the tensor): the OS maps the pages on their first write, so
+    a table of 64 rows x 128k tokens (32 MiB) costs resident memory only for the pages that
+    requests write (each row up to its longest request), which matters with one table per
+    instance.
+    """
 
     def __init__(self, max_reqs: int, max_context_len: int, device: torch.device | str = "cpu"):
         if max_reqs <= 0 or max_context_len <= 0:
@@ -253,9 +261,11 @@ class ReqToTokenPool:
         self.max_reqs = max_reqs
         self.max_context_len = max_context_len
         self.device = torch.device(device)
-        self.req_to_token = torch.zeros(
-            (max_reqs + 1, max_context_len), dtype=torch.int32, device=self.device
-        )
+        shape = (max_reqs + 1, max_context_len)
+        if self.device.type == "cpu":
+            self.req_to_token = torch.from_numpy(np.zeros(shape, dtype=np.int32))
+        else:
+            self.req_to_token = torch.zeros(shape, dtype=torch.int32, device=self.device)
         self.free_rows: list[int] = list(range(1, max_reqs + 1))
         self._is_free = [False] + [True] * max_reqs
 
@@ -264,12 +274,14 @@ class ReqToTokenPool:
         return len(self.free_rows)
 
     def alloc(self) -> int | None:
-        """Take the first row of the free list, or ``None`` when all are in use. The list is FIFO:
-        rows start in order 1..max_reqs and ``free`` appends to its back, as in SGLang before
-        PR #32208 (sglang 0.5.23 ``alloc_rows`` pops from the back: LIFO)."""
+        """Take the last row of the free list, or ``None`` when all are in use: the list starts
+        as rows 1..max_reqs and ``free`` appends to its back, so the row freed last is taken
+        first (LIFO), as sglang 0.5.23's ``ReqToTokenPool.alloc_rows`` pops ``free_slots`` from
+        the tail (``mem_cache/memory_pool.py``, PR #32208). A light load thus keeps reusing a
+        few rows and the table's other rows are never written (no resident memory)."""
         if not self.free_rows:
             return None
-        row = self.free_rows.pop(0)
+        row = self.free_rows.pop()
         self._is_free[row] = False
         return row
 

@@ -15,6 +15,7 @@ many or when (see docs/SGLANG-FIDELITY.md).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator, _mask_of
@@ -136,6 +137,23 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         Mirrors ``PagedTokenToKVPoolAllocator.alloc_extend`` / ``alloc_extend_naive`` of
         sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
         """
+        if self.device.type == "cpu":
+            pre, seq, last = (
+                t.to(dtype=torch.int64).reshape(-1).numpy()
+                for t in (prefix_lens, seq_lens, last_loc)
+            )
+            out_np = self.alloc_extend_np(pre, seq, last, extend_num_tokens)
+            return None if out_np is None else torch.from_numpy(out_np)
+        return self._alloc_extend_torch(prefix_lens, seq_lens, last_loc, extend_num_tokens)
+
+    def _alloc_extend_torch(
+        self,
+        prefix_lens: torch.Tensor,
+        seq_lens: torch.Tensor,
+        last_loc: torch.Tensor,
+        extend_num_tokens: int,
+    ) -> torch.Tensor | None:
+        """:meth:`alloc_extend` in torch ops on the pool's device (the path off the CPU)."""
         ps, dev = self.page_size, self.device
         pre = prefix_lens.to(device=dev, dtype=torch.int64).reshape(-1)
         seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
@@ -176,6 +194,52 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         out[new] = pages[k[new]] * ps + pos[new] % ps
         return out
 
+    def alloc_extend_np(
+        self, pre: np.ndarray, seq: np.ndarray, last: np.ndarray, extend_num_tokens: int
+    ) -> np.ndarray | None:
+        """:meth:`alloc_extend` of a CPU pool on numpy int64 ``[bs]`` arrays (not mutated):
+        the same slots, checks and mutations, the same formulas in numpy (whose small-array
+        calls cost a fraction of torch's dispatch). Returns a new int64 array, or ``None``."""
+        if self.device.type != "cpu":
+            raise RuntimeError("alloc_extend_np: the pool is not on the CPU")
+        ps = self.page_size
+        bs = pre.size
+        if seq.size != bs or last.size != bs:
+            raise ValueError("alloc_extend: prefix_lens, seq_lens, last_loc differ in length")
+        ext = seq - pre
+        if bs and bool((ext < 0).any()):
+            raise ValueError("alloc_extend: a seq_len is shorter than its prefix_len")
+        if int(ext.sum()) != extend_num_tokens:
+            raise ValueError(
+                f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
+                f"{int(ext.sum())}"
+            )
+        debug = self.debug
+        if debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
+            raise ValueError("alloc_extend: last_loc does not continue its request's page")
+        pages_before = (pre + ps - 1) // ps
+        n_new = (seq + ps - 1) // ps - pages_before
+        total = extend_num_tokens
+        req = np.repeat(np.arange(bs, dtype=np.int64), ext)
+        start = np.cumsum(ext) - ext
+        pre_t = pre[req]
+        pos = np.arange(total, dtype=np.int64) - start[req] + pre_t  # position in its request
+        first_new = (pages_before * ps)[req]  # where the request's new pages begin
+        in_old = pos < first_new
+        out = np.empty(total, dtype=np.int64)
+        out[in_old] = (last[req] + 1 + pos - pre_t)[in_old]
+        if debug:
+            self._check_continues(torch.from_numpy(out[in_old]), "alloc_extend")
+        taken = self._take_pages(int(n_new.sum()))
+        if taken is None:
+            return None
+        pages = taken.numpy()
+        new = ~in_old
+        page_start = (np.cumsum(n_new) - n_new)[req]
+        k = (pos - first_new) // ps + page_start
+        out[new] = pages[k[new]] * ps + pos[new] % ps
+        return out
+
     def alloc_decode(self, seq_lens: torch.Tensor, last_loc: torch.Tensor) -> torch.Tensor | None:
         """One KV slot per request for a decode step.
 
@@ -190,6 +254,18 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         Mirrors ``PagedTokenToKVPoolAllocator.alloc_decode`` / ``alloc_decode_naive`` of
         sglang 0.5.23 (``sglang/srt/mem_cache/allocator/paged.py``).
         """
+        if self.device.type == "cpu":
+            out_np = self.alloc_decode_np(
+                seq_lens.to(dtype=torch.int64).reshape(-1).numpy(),
+                last_loc.to(dtype=torch.int64).reshape(-1).numpy(),
+            )
+            return None if out_np is None else torch.from_numpy(out_np)
+        return self._alloc_decode_torch(seq_lens, last_loc)
+
+    def _alloc_decode_torch(
+        self, seq_lens: torch.Tensor, last_loc: torch.Tensor
+    ) -> torch.Tensor | None:
+        """:meth:`alloc_decode` in torch ops on the pool's device (the path off the CPU)."""
         ps, dev = self.page_size, self.device
         seq = seq_lens.to(device=dev, dtype=torch.int64).reshape(-1)
         last = last_loc.to(device=dev, dtype=torch.int64).reshape(-1)
@@ -205,6 +281,31 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         if pages is None:
             return None
         out[need] = pages * ps
+        return out
+
+    def alloc_decode_np(self, seq_lens: np.ndarray, last_loc: np.ndarray) -> np.ndarray | None:
+        """:meth:`alloc_decode` of a CPU pool on numpy arrays (int64 ``[bs]`` each, not
+        mutated): the same slots, checks and mutations, without a torch op per element-wise
+        step (a decode step's batch is small: a torch op's dispatch costs more than its work).
+        Returns a new int64 ``[bs]`` array, or ``None`` (nothing taken). Raises ``ValueError``
+        as :meth:`alloc_decode`; ``RuntimeError`` on a pool not on the CPU."""
+        if self.device.type != "cpu":
+            raise RuntimeError("alloc_decode_np: the pool is not on the CPU")
+        ps = self.page_size
+        if seq_lens.shape != last_loc.shape:
+            raise ValueError("alloc_decode: seq_lens and last_loc differ in length")
+        out = last_loc + 1
+        need = (seq_lens - 1) % ps == 0
+        if self.debug:
+            if seq_lens.size and bool(((last_loc + 2) % ps != seq_lens % ps).any()):
+                raise ValueError("alloc_decode: last_loc does not match seq_lens")
+            self._check_continues(torch.from_numpy(out[~need]), "alloc_decode")
+        n = int(np.count_nonzero(need))
+        if n:
+            pages = self._take_pages(n)
+            if pages is None:
+                return None
+            out[need] = pages.numpy() * ps
         return out
 
     def free(self, indices: torch.Tensor) -> None:

@@ -31,7 +31,7 @@ __all__ = ["AXES", "REPLICA", "Pair", "VariantSet", "references"]
 #: use; ``impl``, ``evictor``, ``matcher`` and ``flatten`` always.
 AXES: tuple[str, ...] = (
     "impl", "tree_core", "evictor", "matcher", "flatten", "hicache", "router", "instances",
-    "replica",
+    "gateways", "replica",
 )  # fmt: skip
 #: The A/A axis: a variant holding a value here (``2``) is a replica of the variant without
 #: one, run beside it to measure the noise floor; it pairs with that variant only.

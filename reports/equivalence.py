@@ -3,7 +3,8 @@
 
 The check itself (:func:`radixbench.harness.experiments.equivalence.check_equivalence`) groups
 the variants by the axes that change prefix hits by design (HiCache's write policy, the
-router, the instance count) and compares hits only within a group. Its result reads here as:
+router, the instance count, the gateway count) and compares hits only within a group. Its
+result reads here as:
 
 * ``PASS``: every group of two or more variants saw identical hits;
 * ``NOTHING TO CHECK``: the variants differ only on such axes (every group holds one variant,
@@ -25,6 +26,7 @@ AXIS_NAMES: dict[str, str] = {
     "hicache": "HiCache setting",
     "router": "router",
     "instances": "instance count",
+    "gateways": "gateway count",
 }
 
 

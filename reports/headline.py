@@ -16,6 +16,7 @@ identical, and the measured CPU time as a share of simulated time (what coupling
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +26,15 @@ from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
 from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN, MIN_EFFECT, verdict_bars
 
-__all__ = ["DIVERGED_CAVEAT", "DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
+__all__ = [
+    "DIVERGED_CAVEAT",
+    "DIVERGED_NOTE",
+    "ISOLATED_NOTE",
+    "RANKED",
+    "Answer",
+    "answer",
+    "withhold",
+]
 
 #: The sentence that replaces the serving-metric verdicts under the isolated clock.
 ISOLATED_NOTE = (
@@ -55,6 +64,11 @@ DIVERGED_CAVEAT = " (caveat: the variants diverged, so these calls ran on differ
 _PRIMARY = {"evictor": "evict ns", "matcher": "match_prefix ns", "flatten": "build_extend ns"}
 _UNITS = {"evictor": "calls", "matcher": "calls", "flatten": "batches", "impl": "calls"}
 _REQUEST = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+
+
+#: A headline line that carries its rank ("1. cache-aware: ..."): the reports render such
+#: lines as an ordered list.
+RANKED = re.compile(r"\d+\. ")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.equivalence import equivalence_sentence, equivalence_status
-from radixbench.reports.headline import Answer
+from radixbench.reports.headline import RANKED, Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.markdown import format_cell
 from radixbench.reports.record import RunMeta
@@ -113,8 +113,13 @@ def answer_html(answer: Answer | None) -> str:
         f'<p class="{"fail" if t.startswith("OVERLOADED") else "load"}">{html.escape(t)}</p>'
         for t in answer.load
     ]
-    items = "".join(f"<li>{_inline(t)}</li>" for t in answer.headline)
-    out.append(f"<h2>Answer</h2><ul>{items or '<li>no axis compared</li>'}</ul>")
+    ranked = bool(answer.headline) and all(RANKED.match(t) for t in answer.headline)
+    if ranked:  # "1. cache-aware: ..." lines: an ordered list, not a bullet before each rank
+        items = "".join(f"<li>{_inline(RANKED.sub('', t, 1))}</li>" for t in answer.headline)
+        out.append(f"<h2>Answer</h2><ol>{items}</ol>")
+    else:
+        items = "".join(f"<li>{_inline(t)}</li>" for t in answer.headline)
+        out.append(f"<h2>Answer</h2><ul>{items or '<li>no axis compared</li>'}</ul>")
     serving = "".join(f"<li>{_inline(t)}</li>" for t in answer.serving)
     if serving:  # a cluster's answer ranks routers by serving metrics: no section of its own
         out.append(f"<h3>Serving effect</h3><ul>{serving}</ul>")

@@ -22,7 +22,7 @@ import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.equivalence import equivalence_sentence, equivalence_status
-from radixbench.reports.headline import Answer
+from radixbench.reports.headline import RANKED, Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.record import RunMeta
 from radixbench.reports.runmeta import (
@@ -145,7 +145,10 @@ def answer_block(answer: Answer | None) -> list[str]:
     if lines:
         lines[-1] = ""
     lines += ["## Answer", ""]
-    lines += [f"- {t}" for t in answer.headline] or ["- _no axis compared: one variant per axis_"]
+    # a ranked answer's lines ("1. ...") are an ordered list already, not bullets
+    lines += [t if RANKED.match(t) else f"- {t}" for t in answer.headline] or [
+        "- _no axis compared: one variant per axis_"
+    ]
     lines += [""]
     if answer.serving:
         lines += ["### Serving effect", "", *(f"- {t}" for t in answer.serving), ""]

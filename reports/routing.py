@@ -13,6 +13,12 @@ column says ``_ms`` / ``_us``; throughput in output tokens per simulated second.
   against ``oracle`` when it ran (prefix-hit-rate points below it, TTFT p90 over its).
 * :func:`instance_table` — per router and instance: requests, prefix hit rate, time-weighted
   KV use and waiting queue, peak queue, and the overload flag with its rules.
+* :func:`gateway_table` — per router and gateway (the ``gateway`` column: which of the run's
+  router replicas routed the request): requests and the prefix hit rate of those it routed;
+  :func:`router_table` gives each router's gateway count and the mean / min / max of that
+  per-gateway hit rate when some router ran behind more than one gateway.
+* :func:`router_labels` — how the reports name each variant: its router, with its gateway
+  count where some router ran behind several (``cache-aware, 8 gateways``).
 * :func:`router_verdicts` — each router against the baseline router (the first listed, or the
   one ``baseline["router"]`` names; pairs from :meth:`~radixbench.reports.axes.VariantSet.
   pairs` on the ``router`` axis): TTFT p90 ratio baseline / candidate (> 1: candidate better)
@@ -38,7 +44,14 @@ from radixbench.reports.diagnostics import load_check
 from radixbench.reports.record import RunMeta
 from radixbench.reports.verdicts import verdict
 
-__all__ = ["VERDICT_COLUMNS", "instance_table", "router_table", "router_verdicts"]
+__all__ = [
+    "VERDICT_COLUMNS",
+    "gateway_table",
+    "instance_table",
+    "router_labels",
+    "router_table",
+    "router_verdicts",
+]
 
 VERDICT_COLUMNS = [
     "metric", "candidate", "baseline", "candidate_router", "baseline_router", "n",
@@ -93,12 +106,76 @@ def instance_table(
     return pd.DataFrame(rows).sort_values(["variant", "instance"], kind="stable")
 
 
+def gateway_table(requests: pd.DataFrame) -> pd.DataFrame:
+    """One row per (variant, gateway): ``router``, ``gateways`` (the variant's count),
+    ``gateway``, ``requests`` routed, ``prefix_hit_rate`` (hit tokens / input tokens of the
+    finished ones). Empty without a ``gateway`` column."""
+    cols = ["variant", "router", "gateways", "gateway", "requests", "prefix_hit_rate"]
+    if "gateway" not in requests:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for variant, reqs in requests.groupby("variant", sort=False):
+        count = int(reqs["gateways"].iloc[0]) if "gateways" in reqs else 1
+        for g, part in reqs.groupby("gateway", sort=True):
+            done = part[part["status"] == "finished"]
+            inp = done["input_len"].sum()
+            rows.append(
+                {
+                    "variant": variant,
+                    "router": part["router"].iloc[0] if "router" in part else None,
+                    "gateways": count,
+                    "gateway": int(str(g)),
+                    "requests": len(part),
+                    "prefix_hit_rate": float(done["prefix_hit_tokens"].sum() / inp)
+                    if inp
+                    else float("nan"),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _per_gateway(gateways: pd.DataFrame, variant: str) -> dict[str, float]:
+    rates = gateways.loc[gateways["variant"] == variant, "prefix_hit_rate"]
+    count = gateways.loc[gateways["variant"] == variant, "gateways"]
+    return {
+        "gateways": int(count.iloc[0]) if len(count) else 1,
+        "gateway_hit_rate_mean": float(rates.mean()),
+        "gateway_hit_rate_min": float(rates.min()),
+        "gateway_hit_rate_max": float(rates.max()),
+    }
+
+
+def router_labels(df: pd.DataFrame) -> dict[str, str]:
+    """Variant -> how the reports name it (a column, a panel, a legend entry, an answer line):
+    the router, with the gateway count where some variant of ``df`` runs behind more than one
+    gateway ("cache-aware, 8 gateways") and the instance count where ``df`` has several; every
+    variant's full name where that still leaves two alike (two cache variants behind one
+    router). ``df``: a table with ``variant`` and the ``router`` (``gateways``, ``instances``)
+    axis columns; reads the first row of each variant."""
+    first = df.drop_duplicates("variant").set_index("variant")
+    out: dict[str, str] = {}
+    for variant, row in first.iterrows():
+        parts = [str(row["router"])] if "router" in first.columns else [str(variant)]
+        gw = first["gateways"].dropna().astype(str) if "gateways" in first.columns else None
+        if gw is not None and len(gw) and (gw.nunique() > 1 or set(gw) != {"1"}):
+            g = str(row["gateways"])
+            parts.append(f"{g} gateway{'' if g == '1' else 's'}")
+        if "instances" in first.columns and first["instances"].nunique() > 1:
+            parts.append(f"{row['instances']} instances")
+        out[str(variant)] = ", ".join(parts)
+    if len(set(out.values())) < len(out):
+        return {v: v for v in out}
+    return out
+
+
 def router_table(
     requests: pd.DataFrame, metrics: pd.DataFrame, instances: pd.DataFrame
 ) -> pd.DataFrame:
     """One row per variant (router), in the order run: see the module docstring."""
     rows = []
     m = metrics.set_index("variant")
+    gw = gateway_table(requests)
+    many = bool(len(gw)) and int(gw["gateways"].max()) > 1
     for variant in _routers(requests):
         reqs = requests[requests["variant"] == variant]
         done = reqs[reqs["status"] == "finished"]
@@ -125,11 +202,12 @@ def router_table(
                 "route_p99_us": float(row.get("route_p99_us", np.nan)),
                 "overloaded_instances": int(inst["overloaded"].sum()),
                 **_prediction(done),
+                **(_per_gateway(gw, variant) if many else {}),
             }
         )
     out = pd.DataFrame(rows)
-    unique = out["router"].is_unique
-    out.insert(1, "label", out["router"] if unique else out["variant"])
+    labels = router_labels(requests)
+    out.insert(1, "label", [labels.get(v, v) for v in out["variant"]])
     if (out["router"] == "oracle").any():
         vs = VariantSet.from_frames(requests)
         by_name = out.set_index("variant")

@@ -9,8 +9,10 @@ CDF of every router on one panel.
   each of :data:`TIME_BINS` equal arrival-time bins (finished requests);
 * ``ttft_cdf``: the empirical CDF of TTFT (s, log axis) of finished requests, per router.
 
-Each per-instance plot has one legend naming the instances (same colour in every router's
-panel), in the figure's right margin, where it covers no panel.
+A panel's title and a CDF line's legend entry name the router, with its gateway count where a
+router runs behind several (``cache-aware, 8 gateways``). Each per-instance plot has one legend
+naming the instances (same colour in every router's panel), in the figure's right margin, where
+it covers no panel.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from matplotlib.lines import Line2D
 
 from radixbench.reports.plotaxes import fixed_layout
 from radixbench.reports.plots import no_data, save_figure
+from radixbench.reports.routing import router_labels
 
 __all__ = ["plot_instance_hit_rate", "plot_instance_load", "plot_ttft_cdf"]
 
@@ -88,20 +91,14 @@ def _legend(fig: Figure, axes: list, colours: dict, ncol: int) -> None:
     )
 
 
-def _label(df: pd.DataFrame, variant: str) -> str:
-    rows = df[df["variant"] == variant]
-    if "router" in rows.columns and len(rows):
-        return str(rows["router"].iloc[0])
-    return variant
-
-
 def plot_instance_load(
     load: pd.DataFrame, labels: pd.DataFrame, path: Path | str, *, svg: bool = False
 ) -> Path:
     """``load``: ``variant``, ``sim_time_s``, ``instance``, ``outstanding``; ``labels``: a table
-    with ``variant`` and ``router`` (panel titles)."""
+    with ``variant`` and ``router`` (and ``gateways``, ``instances``: panel titles)."""
     variants = list(dict.fromkeys(load["variant"])) or ["-"]
     colours = instance_colours(sorted(load["instance"].unique()))
+    names = router_labels(labels)
     fig, axes, ncol = _grid(len(variants), len(colours))
     for ax, variant in zip(axes, variants):
         rows = load[load["variant"] == variant]
@@ -113,7 +110,7 @@ def plot_instance_load(
             part = part.iloc[::step]
             ax.step(part["sim_time_s"], part["outstanding"], where="post", lw=0.8,
                     color=colours[inst])  # fmt: skip
-        ax.set_title(f"{_label(labels, variant)}: outstanding requests per instance")
+        ax.set_title(f"{names.get(variant, variant)}: outstanding requests per instance")
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("requests")
         ax.grid(alpha=0.3)
@@ -130,6 +127,7 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
     t_max = float(done["arrival_s"].max()) if len(done) else 1.0
     edges = np.linspace(0.0, max(t_max, 1e-9), TIME_BINS + 1)
     mids = (edges[:-1] + edges[1:]) / 2
+    names = router_labels(requests)
     for ax, variant in zip(axes, variants):
         rows = done[done["variant"] == variant]
         if not len(rows):
@@ -141,7 +139,7 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
             inp = np.bincount(b, weights=part["input_len"], minlength=TIME_BINS)
             rate = np.divide(hit, inp, out=np.full(TIME_BINS, np.nan), where=inp > 0)
             ax.plot(mids, rate, lw=0.9, marker=".", ms=3, color=colours[inst])
-        ax.set_title(f"{_label(requests, variant)}: prefix hit rate per instance")
+        ax.set_title(f"{names.get(variant, variant)}: prefix hit rate per instance")
         ax.set_xlabel("arrival time (s)")
         ax.set_ylabel("hit tokens / input tokens")
         ax.set_ylim(-0.02, 1.02)
@@ -157,6 +155,7 @@ def plot_ttft_cdf(requests: pd.DataFrame, path: Path | str, *, svg: bool = False
     fixed_layout(fig, right_in=1.9)
     done = requests[requests["status"] == "finished"]
     drawn = False
+    names = router_labels(requests)
     for variant in dict.fromkeys(requests["variant"]):
         ttft = np.sort(done.loc[done["variant"] == variant, "ttft_s"].to_numpy(np.float64))
         ttft = ttft[ttft > 0]
@@ -164,7 +163,7 @@ def plot_ttft_cdf(requests: pd.DataFrame, path: Path | str, *, svg: bool = False
             continue
         step = max(1, ttft.size // MAX_POINTS)
         y = np.arange(1, ttft.size + 1) / ttft.size
-        ax.step(ttft[::step], y[::step], where="post", label=_label(requests, variant))
+        ax.step(ttft[::step], y[::step], where="post", label=names.get(variant, variant))
         drawn = True
     if not drawn:
         no_data(ax, "TTFT CDF per router")

@@ -24,7 +24,13 @@ from radixbench.reports.headline import Answer
 from radixbench.reports.markdown import pipe_table
 from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta
-from radixbench.reports.routing import instance_table, router_table, router_verdicts
+from radixbench.reports.routing import (
+    gateway_table,
+    instance_table,
+    router_labels,
+    router_table,
+    router_verdicts,
+)
 from radixbench.reports.tables import write_table
 
 __all__ = ["answer_lines", "router_view", "write_routing_report"]
@@ -34,31 +40,73 @@ def _x(r: float) -> str:
     return "n/a" if pd.isna(r) else f"{r:.3g}"
 
 
-def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
-    """One line per router, best TTFT p90 first (see the module docstring)."""
-    lines = []
-    ranked = routers.sort_values(["ttft_p90_s", "output_throughput"], ascending=[True, False])
-    for k, row in enumerate(ranked.itertuples(index=False), start=1):
-        text = (
-            f"{k}. {row.label}: TTFT p90 {row.ttft_p90_s:.3g} s, output "
-            f"{row.output_throughput:,.0f} tok/s, prefix hit rate {row.prefix_hit_rate:.3f}, "
-            f"load imbalance {row.load_imbalance:.2f}"
+def _group_labels(routers: pd.DataFrame) -> dict[str, str]:
+    """Variant -> its router's label without the cache variant ("cache-aware, 8 gateways"):
+    :func:`router_labels` over the router axes only."""
+    axes = [c for c in ("router", "gateways", "instances") if c in routers.columns]
+    key = routers[axes].astype(str).agg("/".join, axis=1)
+    by_key = router_labels(routers.assign(variant=key))
+    return dict(zip(routers["variant"], key.map(by_key), strict=True))
+
+
+def _line(row: Any, name: str, verdicts: pd.DataFrame, base_name: Mapping[str, str]) -> str:
+    """One router's answer text after its rank: ``name``, its figures and its verdicts against
+    the baseline router (named through ``base_name``)."""
+    text = (
+        f"{name}: TTFT p90 {row.ttft_p90_s:.3g} s, output {row.output_throughput:,.0f} tok/s, "
+        f"prefix hit rate {row.prefix_hit_rate:.3f}, load imbalance {row.load_imbalance:.2f}"
+    )
+    if getattr(row, "gateways", 1) > 1:
+        text += (
+            f", per-gateway hit rate {row.gateway_hit_rate_mean:.3f} "
+            f"[{row.gateway_hit_rate_min:.3f}–{row.gateway_hit_rate_max:.3f}] over "
+            f"{row.gateways} gateways"
         )
-        mine = verdicts[verdicts["candidate"] == row.variant]
-        parts = []
-        for metric, what in (("ttft_p90_s", "TTFT p90"), ("output_throughput", "throughput")):
-            v = mine[mine["metric"] == metric]
-            if len(v):
-                r = v.iloc[0]
-                parts.append(
-                    f"{what} {_x(r['ratio'])}x [{_x(r['ci_low'])}–{_x(r['ci_high'])}] "
-                    f"({r['verdict']})"
-                )
-        if parts:
-            text += f" — vs {mine.iloc[0]['baseline_router']}: " + ", ".join(parts)
-        elif len(verdicts):
-            text += " — the baseline"
-        lines.append(text)
+    mine = verdicts[verdicts["candidate"] == row.variant]
+    parts = []
+    for metric, what in (("ttft_p90_s", "TTFT p90"), ("output_throughput", "throughput")):
+        v = mine[mine["metric"] == metric]
+        if len(v):
+            r = v.iloc[0]
+            parts.append(
+                f"{what} {_x(r['ratio'])}x [{_x(r['ci_low'])}–{_x(r['ci_high'])}] ({r['verdict']})"
+            )
+    if parts:
+        base = mine.iloc[0]
+        text += f" — vs {base_name.get(base['baseline'], base['baseline_router'])}: "
+        text += ", ".join(parts)
+    elif len(verdicts):
+        text += " — the baseline"
+    return text
+
+
+def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
+    """One numbered line per router, best TTFT p90 first (see the module docstring). The cache
+    variants behind one router whose lines read the same once named by the router alone
+    (identical figures and verdicts: the isolated clock gives every cache variant the same
+    schedule) share one line that says how many they are; any that differ keep their own line,
+    named in full."""
+    label = dict(zip(routers["variant"], routers["label"], strict=True))
+    group = _group_labels(routers)
+    ranked = routers.sort_values(["ttft_p90_s", "output_throughput"], ascending=[True, False])
+    rows = list(ranked.itertuples(index=False))
+    short = [_line(r, group[str(r.variant)], verdicts, group) for r in rows]
+    alike: dict[str, int] = {}
+    for text in short:
+        alike[text] = alike.get(text, 0) + 1
+    lines: list[str] = []
+    done: set[str] = set()
+    for row, text in zip(rows, short, strict=True):
+        n = alike[text]
+        if n > 1 and text in done:
+            continue
+        if n > 1:
+            done.add(text)
+            name = group[str(row.variant)]
+            text = text.replace(f"{name}: ", f"{name} ({n} cache variants, alike): ", 1)
+        else:
+            text = _line(row, label[str(row.variant)], verdicts, label)
+        lines.append(f"{len(lines) + 1}. {text}")
     return lines
 
 
@@ -106,6 +154,7 @@ def write_routing_report(
         ("routers", routers),
         ("instances", instances),
         ("router_verdicts", verdicts),
+        ("gateways", gateway_table(requests)),
     ):
         tables[stem] = write_table(df, run_dir, stem)
     flags = [
@@ -147,16 +196,32 @@ def _render(
         ),
     }
     result["plots"] = plots
-    frames = {  # the columns report.md shows: no repeated variant names to scroll past
-        "Routers": router_view(result["routers"]),
-        "Router verdicts": result["router_verdicts"].drop(columns=["candidate", "baseline"]),
-        "Instances": result["instances"].drop(columns=["variant"]),
-    }
-    result["report_md"] = _write_md(run_dir, result, plots, meta, equivalence)
+    frames = shown_tables(result)
+    result["report_md"] = _write_md(run_dir, result, frames, plots, meta, equivalence)
     result["report_html"] = write_report_html(
         run_dir, meta=meta, equivalence=equivalence, frames=frames, plots=plots,
         answer=result["answer"], heading="radixbench cluster report",
     )  # fmt: skip
+
+
+def shown_tables(result: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """The routers, router verdicts and instances tables as report.md and report.html show
+    them: no repeated variant names to scroll past, each router named by its ``label``
+    (:func:`~radixbench.reports.routing.router_labels`: "cache-aware, 8 gateways" beside
+    "cache-aware, 1 gateway"). Mutates nothing."""
+    routers = result["routers"]
+    label = dict(zip(routers["variant"], routers["label"], strict=True))
+    verdicts, instances = result["router_verdicts"], result["instances"]
+    return {
+        "Routers": router_view(routers),
+        "Router verdicts": verdicts.assign(
+            candidate_router=verdicts["candidate"].map(label).fillna(verdicts["candidate_router"]),
+            baseline_router=verdicts["baseline"].map(label).fillna(verdicts["baseline_router"]),
+        ).drop(columns=["candidate", "baseline"]),
+        "Instances": instances.assign(
+            router=instances["variant"].map(label).fillna(instances["router"])
+        ).drop(columns=["variant"]),
+    }
 
 
 def router_view(routers: pd.DataFrame) -> pd.DataFrame:
@@ -175,6 +240,7 @@ def router_view(routers: pd.DataFrame) -> pd.DataFrame:
 def _write_md(
     run_dir: Path,
     result: dict[str, Any],
+    frames: Mapping[str, pd.DataFrame],
     plots: dict[str, Path],
     meta: RunMeta,
     equivalence: Mapping[str, Any],
@@ -218,18 +284,18 @@ def _write_md(
         "One column per router; TTFT, TPOT and E2E in s, route times in µs, throughput in "
         "output tokens per simulated second (`routers.csv`: one row per router).",
         "",
-        pipe_table(router_view(routers)),
+        pipe_table(frames["Routers"]),
         "",
         "## Router verdicts",
         "",
         "TTFT p90: ratio baseline / candidate; throughput: candidate / baseline (> 1: the "
         "candidate is better); 95 % percentile bootstrap over requests paired by rid.",
         "",
-        pipe_table(result["router_verdicts"].drop(columns=["candidate", "baseline"])),
+        pipe_table(frames["Router verdicts"]),
         "",
         "## Instances",
         "",
-        pipe_table(result["instances"].drop(columns=["variant"])),
+        pipe_table(frames["Instances"]),
         "",
         "## Plots",
         "",

@@ -1,16 +1,18 @@
 """The routing study's statistics and report: routers vs instances and load.
 
 Each point (``instances``, ``load`` requests/s per instance) is one cluster compare of every
-router. :func:`point_rows` reduces a point to one row per router — TTFT p50 / p90, output
-throughput (tokens per simulated s), prefix hit rate, overloaded instances — and, for each
-candidate, its ratios against the baseline router with 95 % paired-bootstrap intervals
+router behind each of the study's gateway counts. :func:`point_rows` reduces a point to one row
+per router and gateway count — TTFT p50 / p90, output throughput (tokens per simulated s),
+prefix hit rate and its mean / min / max over the gateways (each gateway's hit rate over the
+requests it routed), overloaded instances — and, for each candidate, its ratios against the
+baseline router at the same gateway count with 95 % paired-bootstrap intervals
 (:func:`radixbench.reports.routing.router_verdicts`: TTFT p90 baseline / candidate, throughput
 candidate / baseline; > 1 = candidate better). Per load and candidate the **crossover** over
 instances is :func:`radixbench.reports.study.crossover` (the smallest instance count from which
 on the whole CI lies above 1.01). :func:`write_routing_study` writes ``points.{parquet,csv}``,
-``crossover.{parquet,csv}``, ``plots/study-routing.png`` (TTFT p90 per router and the
-throughput ratio against the baseline, vs instances on a log axis, one column per load) and
-``study.md``.
+``crossover.{parquet,csv}``, ``plots/study-routing.png`` (TTFT p90 per router, the
+throughput ratio against the baseline and the per-gateway prefix hit rate, vs instances on a
+log axis, one column per load; line style = gateway count) and ``study.md``.
 """
 
 from __future__ import annotations
@@ -34,16 +36,22 @@ __all__ = ["crossovers", "point_rows", "write_routing_study"]
 def point_rows(
     requests: pd.DataFrame, metrics: pd.DataFrame, *, seed: int = 0, n_resamples: int = 1000
 ) -> list[dict[str, Any]]:
-    """One row per router of one point (module docstring); the baseline router's ratio
-    columns are 1 with no interval."""
+    """One row per router and gateway count of one point (module docstring); the baseline
+    router's ratio columns are 1 with no interval."""
+    from radixbench.reports.routing import gateway_table
+
     verdicts = router_verdicts(requests, n_resamples=n_resamples, seed=seed)
+    gw = gateway_table(requests)
     m = {str(r["variant"]): r for r in metrics.to_dict("records")}
     rows = []
     for variant, reqs in requests.groupby("variant", sort=False):
         done = reqs[reqs["status"] == "finished"]
         ttft = done["ttft_s"].to_numpy(np.float64)
+        rates = gw.loc[gw["variant"] == variant, "prefix_hit_rate"]
         row: dict[str, Any] = {
+            "variant": str(variant),
             "router": str(reqs["router"].iloc[0]),
+            "gateways": int(reqs["gateways"].iloc[0]) if "gateways" in reqs else 1,
             "ttft_p50_s": float(np.percentile(ttft, 50)) if ttft.size else math.nan,
             "ttft_p90_s": float(np.percentile(ttft, 90)) if ttft.size else math.nan,
             "output_throughput": float(m[str(variant)]["output_throughput"]),
@@ -51,6 +59,9 @@ def point_rows(
                 done["prefix_hit_tokens"].sum() / max(done["input_len"].sum(), 1)
             ),
             "load_imbalance": float(m[str(variant)]["load_imbalance"]),
+            "gateway_hit_rate_mean": float(rates.mean()) if len(rates) else math.nan,
+            "gateway_hit_rate_min": float(rates.min()) if len(rates) else math.nan,
+            "gateway_hit_rate_max": float(rates.max()) if len(rates) else math.nan,
         }
         for metric, name in (("ttft_p90_s", "ttft_p90"), ("output_throughput", "throughput")):
             v = verdicts[(verdicts["candidate"] == variant) & (verdicts["metric"] == metric)]
@@ -70,15 +81,19 @@ def point_rows(
 
 
 def crossovers(points: pd.DataFrame) -> pd.DataFrame:
-    """Per load and candidate router, the crossover over instances of TTFT p90 and throughput
-    (columns ``load``, ``router``, ``metric``, ``x_first``, ``x_interp``, ``x_max``)."""
+    """Per load, gateway count and candidate router, the crossover over instances of TTFT p90
+    and throughput (columns ``load``, ``gateways``, ``router``, ``metric``, ``x_first``,
+    ``x_interp``, ``x_max``)."""
     rows = []
+    cols = ["load", "gateways", "router", "metric", "x_first", "x_interp", "x_max"]
+    if "gateways" not in points:
+        points = points.assign(gateways=1)
     cands = points[points["router"] != points["baseline"]]
-    for (load, router), part in cands.groupby(["load", "router"], sort=True):
+    for (load, gws, router), part in cands.groupby(["load", "gateways", "router"], sort=True):
         for metric in ("ttft_p90", "throughput"):
             c = crossover(part, metric, "instances")
-            rows.append({"load": load, "router": router, "metric": metric, **c})
-    return pd.DataFrame(rows, columns=["load", "router", "metric", "x_first", "x_interp", "x_max"])
+            rows.append({"load": load, "gateways": gws, "router": router, "metric": metric, **c})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _plot(points: pd.DataFrame, path: Path) -> Path:
@@ -88,26 +103,40 @@ def _plot(points: pd.DataFrame, path: Path) -> Path:
     from radixbench.reports.plots import save_figure
 
     loads = sorted(points["load"].unique())
-    fig = Figure(figsize=(4.6 * len(loads), 7.0))
-    axes = fig.subplots(2, len(loads), squeeze=False)
-    fixed_layout(fig, 2, len(loads), right_in=1.6)
+    gws = sorted(points["gateways"].unique()) if "gateways" in points else [1]
+    styles = dict(zip(gws, ["-", "--", ":", "-."] * 4))
+    colors = {r: f"C{k}" for k, r in enumerate(dict.fromkeys(points["router"]))}
+    fig = Figure(figsize=(4.6 * len(loads), 10.0))
+    axes = fig.subplots(3, len(loads), squeeze=False)
+    fixed_layout(fig, 3, len(loads), right_in=2.5)
     for j, load in enumerate(loads):
         part = points[points["load"] == load]
-        top, bottom = axes[0][j], axes[1][j]
-        for router, rows in part.groupby("router", sort=False):
+        top, mid, bottom = axes[0][j], axes[1][j], axes[2][j]
+        for (router, g), rows in part.groupby(["router", "gateways"], sort=False):
             rows = rows.sort_values("instances")
-            top.plot(rows["instances"], rows["ttft_p90_s"], marker="o", label=router)
-            if router != rows["baseline"].iloc[0]:
-                bottom.plot(rows["instances"], rows["throughput_ratio"], marker="o", label=router)
+            style = {"color": colors[router], "ls": styles[g], "marker": "o"}
+            label = f"{router}, {g} gateway{'s' if g > 1 else ''}"
+            top.plot(rows["instances"], rows["ttft_p90_s"], label=label, **style)
+            bottom.plot(rows["instances"], rows["gateway_hit_rate_mean"], label=label, **style)
+            if g > 1:
                 bottom.fill_between(
-                    rows["instances"], rows["throughput_lo"], rows["throughput_hi"], alpha=0.15
-                )
+                    rows["instances"], rows["gateway_hit_rate_min"],
+                    rows["gateway_hit_rate_max"], color=colors[router], alpha=0.1,
+                )  # fmt: skip
+            if router != rows["baseline"].iloc[0]:
+                mid.plot(rows["instances"], rows["throughput_ratio"], label=label, **style)
+                mid.fill_between(
+                    rows["instances"], rows["throughput_lo"], rows["throughput_hi"],
+                    color=colors[router], alpha=0.15,
+                )  # fmt: skip
         top.set_title(f"load {load:g} req/s per instance")
         top.set_yscale("log")
         top.set_ylabel("TTFT p90 (s)")
-        bottom.axhline(1.0, color="grey", lw=0.8)
-        bottom.set_ylabel(f"throughput / {part['baseline'].iloc[0]}")
-        for ax in (top, bottom):
+        mid.axhline(1.0, color="grey", lw=0.8)
+        mid.set_ylabel(f"throughput / {part['baseline'].iloc[0]}")
+        bottom.set_ylabel("prefix hit rate per gateway\n(mean, band: min-max)")
+        bottom.set_ylim(0, 1)
+        for ax in (top, mid, bottom):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("instances")
             ax.grid(alpha=0.3, which="both")
@@ -138,7 +167,8 @@ def write_routing_study(
                 f"better by > {MIN_EFFECT:.0%} (95 % CI) from {float(rec['x_first']):g} "
                 "instances on"
             )
-        lines.append(f"load {float(rec['load']):g}: {rec['router']} vs {base}, {what}: {where}")
+        gw = f", {int(rec['gateways'])} gateways" if int(rec["gateways"]) > 1 else ""
+        lines.append(f"load {float(rec['load']):g}{gw}: {rec['router']} vs {base}, {what}: {where}")
     md = [
         f"# radixbench study: {meta.get('name', 'routing')} ({meta.get('mode', '')})",
         "",
@@ -159,8 +189,10 @@ def write_routing_study(
         "Each point runs every router on the same requests (one cluster compare, routers "
         "interleaved in one process): `instances` servers, ~`tenants_per_instance` tenants "
         "per server and a Poisson rate of `load` requests/s per server, so each server's KV "
-        "demand and offered load stay the same as the cluster grows. Ratios against the "
-        "baseline router with 95 % paired bootstrap intervals over requests (TTFT p90: "
+        "demand and offered load stay the same as the cluster grows; with several gateway "
+        "counts, every router runs behind each (the requests spread over that many router "
+        "replicas at random, each with its own state). Ratios against the baseline router "
+        "at the same gateway count with 95 % paired bootstrap intervals over requests (TTFT p90: "
         "baseline / candidate; throughput: candidate / baseline). Crossover: the smallest "
         "instance count from which on the whole interval lies above 1.01. Simulated times; "
         f"wall time {meta.get('wall_s', '?')} s on this machine.",

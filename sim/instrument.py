@@ -39,16 +39,19 @@ _SCHEMA = (
 
 class OpRecorder(RecordLog):
     """Append-only record of timed operations (see docs/CONTRACTS.md, per-op table), columnar
-    (:class:`RecordLog`): per op one ``ints.extend`` of ``(op code, ns, key_len, result,
-    tree_nodes, tree_tokens, evictable_leaves, parent code)`` and one
-    ``floats.append(sim_time_s)``. ``parent``: the timed op the call was made in (``""`` for a
-    call the simulator made itself, ``"checkpoint"`` for the ``insert`` / ``match_prefix``
-    inside a checkpoint...), so call sites can be compared like for like across
-    implementations whose operations nest differently. ``clock``: the simulated time (s)
-    each row is stamped with."""
+    (:class:`RecordLog`): per op one ``ints.extend`` of ``(op code, key_len, result,
+    tree_nodes, tree_tokens, evictable_leaves, parent code)`` (int32) and one
+    ``floats.extend((ns, sim_time_s))`` (the ns, an int64 column, kept among the floats).
+    ``parent``: the timed op the call was made in (``""`` for a call the simulator made
+    itself, ``"checkpoint"`` for the ``insert`` / ``match_prefix`` inside a checkpoint...), so
+    call sites can be compared like for like across implementations whose operations nest
+    differently. ``clock``: the simulated time (s) each row is stamped with."""
 
     def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
-        super().__init__(_SCHEMA)
+        # compact rows (a row per decode step on a whole trace): 32-bit ints, ns among the
+        # floats (row layout: ints (op, key_len, result, nodes, tokens, leaves, parent),
+        # floats (ns, sim_time_s))
+        super().__init__(_SCHEMA, int32=True, wide=("ns",))
         self.clock = clock
         self.top = self.code("")  # the parent code of a top-level call
         # op codes of the timed calls under way, innermost last, below them ``top``: a call
@@ -80,9 +83,9 @@ class OpRecorder(RecordLog):
         if len(self.parents) == 1:
             self.charge_ns += ns
         code = self.code(op)
-        self.floats.append(sim_time_s)
+        self.floats.extend((ns, sim_time_s))
         self.ints.extend(
-            (code, ns, key_len, result, tree_nodes, tree_tokens, evictable_leaves, self.parents[-1])
+            (code, key_len, result, tree_nodes, tree_tokens, evictable_leaves, self.parents[-1])
         )
 
     def timed(
@@ -101,7 +104,7 @@ class OpRecorder(RecordLog):
         rows): the time of the implementation's own code. Exceptions propagate (nothing is
         recorded)."""
         code = self.code(op)
-        ints_extend, floats_append, clock = self.ints.extend, self.floats.append, self.clock
+        ints_extend, floats_extend, clock = self.ints.extend, self.floats.extend, self.clock
         parents, top, excluded = self.parents, self.top, self._excluded
 
         def call(*args: Any) -> R:
@@ -119,8 +122,8 @@ class OpRecorder(RecordLog):
             ns = t1 - t0 - (excluded[0] - x0)
             if parent == top:
                 self.charge_ns += ns
-            floats_append(clock())
-            ints_extend((code, ns, key_len(*args), result(res, *args), n, t, lv, parent))
+            floats_extend((ns, clock()))
+            ints_extend((code, key_len(*args), result(res, *args), n, t, lv, parent))
             # this call's own bookkeeping is not the time of a call it is nested in
             excluded[0] += t0 - b0 + perf_counter_ns() - t1
             return res
@@ -173,7 +176,7 @@ class OpRecorder(RecordLog):
             finally:
                 state[0] = False
             ints, floats = self.last_row()  # the row ``timed_fn`` just appended
-            ints[0], ints[1], ints[-1] = code, state[1], outer_code  # made inside ``op``
+            ints[0], ints[-1], floats[0] = code, outer_code, state[1]  # made inside ``op``
             self.ints.extend(ints)
             self.floats.extend(floats)
             return res

@@ -23,7 +23,7 @@ cache as ``evict``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -32,6 +32,8 @@ from radixbench.cache.interface import PrefixCache
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.request import Req
+
+T = TypeVar("T")
 
 
 def _first(n: int) -> int:
@@ -44,6 +46,10 @@ def _fourth(*args: Any) -> int:
 
 def _numel(seq: torch.Tensor, *_: Any) -> int:
     return seq.numel()
+
+
+def _size(seq: np.ndarray, *_: Any) -> int:
+    return int(seq.size)
 
 
 class SlotAllocator:
@@ -65,6 +71,9 @@ class SlotAllocator:
         stats = cache.tree_stats
         # recorded key_len = result = tokens allocated
         self._alloc = rec.timed("alloc", alloc.alloc, stats, _first, lambda _, n: n)
+        self.cpu = alloc.device.type == "cpu"
+        self._table: torch.Tensor | None = None
+        self._table_np = np.empty((0, 0), dtype=np.int32)
         if isinstance(alloc, PagedTokenToKVPoolAllocator):
             self._alloc_extend = rec.timed(
                 "alloc", alloc.alloc_extend, stats, _fourth, lambda _, *a: a[3]
@@ -72,6 +81,10 @@ class SlotAllocator:
             self._alloc_decode = rec.timed(
                 "alloc", alloc.alloc_decode, stats, _numel, lambda _, seq, last: seq.numel()
             )
+            if self.cpu:
+                self._alloc_decode_np = rec.timed(
+                    "alloc", alloc.alloc_decode_np, stats, _size, lambda _, seq, last: seq.size
+                )
 
     def evict_if_needed(self, num_tokens: int) -> None:
         """Make room for ``num_tokens`` slots: when fewer are free, ask the tree to evict the
@@ -84,7 +97,7 @@ class SlotAllocator:
             self.cache.evict(shortfall)
 
     @staticmethod
-    def _checked(out: torch.Tensor | None, tokens: int) -> torch.Tensor:
+    def _checked(out: T | None, tokens: int) -> T:
         if out is None:  # admission / check_decode_mem make this unreachable
             raise RuntimeError(f"out of KV slots: need {tokens}, admission invariant violated")
         return out
@@ -155,6 +168,15 @@ class SlotAllocator:
         alloc = self.allocator
         assert isinstance(alloc, PagedTokenToKVPoolAllocator)
         self.evict_if_needed(bs * self.page_size)
+        if self.cpu and seq_lens is not None and rows is not None:
+            # numpy throughout: the same slots as the torch path below, at a fraction of the
+            # cost for a decode batch's few elements (the allocator call is still timed)
+            table = self.pool.req_to_token
+            if table is not self._table:  # a numpy view of the same memory, made once
+                self._table, self._table_np = table, table.numpy()
+            last = self._table_np[rows, seq_lens - 1].astype(np.int64)
+            out = self._alloc_decode_np(seq_lens + 1, last)
+            return torch.from_numpy(self._checked(out, bs))
         if seq_lens is not None and rows is not None:
             meta = torch.from_numpy(np.stack((rows, seq_lens))).to(alloc.device)
         else:

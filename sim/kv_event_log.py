@@ -19,7 +19,6 @@ close`, so a failed run leaves no partial file (:meth:`KVEventLog.abort` removes
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +63,6 @@ class KVEventLog:
         self._file.write(self._enc.encode(record) + b"\n")
         self.batches += 1
         self.events += len(events)
-
-    def drainer(self, variant: str, instance: int, cache: Any, env: Any) -> Callable[[], None]:
-        """A ``Scheduler.after_step`` hook: drain ``cache.take_actions()`` and write them as
-        one batch stamped ``env.now``."""
-
-        def drain() -> None:
-            events = cache.take_actions()
-            if events:
-                self.write(variant, instance, float(env.now), events)
-
-        return drain
 
     def close(self) -> Path | None:
         """Finish the file (rename ``FILE.tmp`` to ``FILE``); ``None`` if nothing was written

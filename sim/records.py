@@ -1,8 +1,9 @@
 """Append-only columnar logs: the per-op and per-step tables of a run (docs/CONTRACTS.md).
 
-The hot paths (``OpRecorder``, ``StepLog``) append every row to two flat arrays: the row's int64
-values (str columns as small int codes) with one ``array('q').extend`` and its float64 values with
-one ``array('d')`` append. No Python object is kept per row: on the whole Mooncake trace
+The hot paths (``OpRecorder``, ``StepLog``) append every row to two flat arrays: the row's int
+values (str columns as small int codes) with one ``array.extend`` and its float64 values with
+one ``array('d')`` append (32-bit ints and a few int64 columns among the floats where a log
+asks for compact storage). No Python object is kept per row: on the whole Mooncake trace
 (~600k op rows, ~157k step rows) a list of row tuples held ~180 MB of objects, which the
 cyclic collector then had to walk once, and turning them into columns took ~0.2 s; here the
 frame is a reshape of two buffers.
@@ -20,6 +21,24 @@ import pandas as pd
 #: Column kinds a log holds: ``str`` (a few distinct names, stored as codes), int64, float64.
 KINDS = ("str", "int64", "float64")
 
+#: The dtype of the run tables' str columns (pandas' ``str``: NaN for missing) and of their axis
+#: columns (``string``: NA for missing), both on Python objects: each such column repeats a
+#: few distinct values, and there a row is a pointer to one shared ``str`` (8 bytes), where the
+#: default pyarrow storage copies the characters into every row (62 bytes a row for a variant
+#: name; millions of rows on a whole trace behind N instances). The same values, the same
+#: missing values, the same string dtype family (``pd.StringDtype``); parquet stores them as
+#: strings alike.
+STR = pd.StringDtype("python", na_value=np.nan)
+STRING = pd.StringDtype("python")
+
+
+def repeated(value: str | None, n: int, dtype: Any = STR) -> Any:
+    """A string array of ``n`` times ``value`` (None: missing) in ``dtype`` (one shared
+    object)."""
+    values = np.empty(n, dtype=object)
+    values.fill(value)
+    return pd.array(values, dtype=dtype)
+
 
 class RecordLog:
     """Rows of a fixed ``schema`` (``(name, kind)`` pairs, kind in :data:`KINDS`).
@@ -28,19 +47,35 @@ class RecordLog:
     order (``int_cols``); ``floats`` its ``float64`` values in schema order (``float_cols``).
     A writer appends one row as ``ints.extend((...))`` then ``floats.append(x)`` /
     ``floats.extend((...))`` (use :meth:`code` for a str value), or calls :meth:`append_row`.
-    Raises ``ValueError`` for an unknown kind or a schema without an int or str column.
+
+    Compact storage, for the logs that get a row per simulated step (millions on a whole trace
+    behind N instances): ``int32=True`` keeps ``ints`` as 32-bit (a value outside int32 raises
+    ``OverflowError`` on append), and ``wide`` names int64 columns kept in ``floats`` instead,
+    in schema order among the float columns (exact: float64 holds every integer below 2**53),
+    e.g. a duration in ns. :meth:`columns` gives every int column back as int64 either way.
+    Raises ``ValueError`` for an unknown kind, a ``wide`` name that is not an int64 column, or
+    a schema without an int or str column.
     """
 
-    def __init__(self, schema: Sequence[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        schema: Sequence[tuple[str, str]],
+        int32: bool = False,
+        wide: Sequence[str] = (),
+    ) -> None:
         self.schema = tuple(schema)
         bad = [f"{name}: {kind}" for name, kind in self.schema if kind not in KINDS]
+        bad += [f"{w}: not an int64 column" for w in wide if (w, "int64") not in self.schema]
         if bad:
             raise ValueError(f"unknown column kinds {bad}; known: {', '.join(KINDS)}")
-        self.int_cols = tuple(name for name, kind in self.schema if kind != "float64")
-        self.float_cols = tuple(name for name, kind in self.schema if kind == "float64")
+        self.wide = tuple(wide)
+        in_floats = {name for name, kind in self.schema if kind == "float64"} | set(wide)
+        self.int_cols = tuple(name for name, _ in self.schema if name not in in_floats)
+        self.float_cols = tuple(name for name, _ in self.schema if name in in_floats)
         if not self.int_cols:
             raise ValueError("a RecordLog needs at least one int64 or str column")
-        self.ints = array("q")
+        self._int_dtype = np.int32 if int32 else np.int64
+        self.ints = array("i" if int32 else "q")
         self.floats = array("d")
         self.names: list[str] = []  # str values by code
         self._codes: dict[str, int] = {}
@@ -56,11 +91,13 @@ class RecordLog:
     def append_row(self, row: Sequence[Any]) -> None:
         """Append one row given in schema order (str values as str). Slower than the two
         appends the hot paths make; for tests and rare writers."""
-        kinds = [kind for _, kind in self.schema]
+        floats = set(self.float_cols)
         self.ints.extend(
-            self.code(v) if k == "str" else v for v, k in zip(row, kinds) if k != "float64"
+            self.code(v) if kind == "str" else v
+            for v, (name, kind) in zip(row, self.schema)
+            if name not in floats
         )
-        self.floats.extend(v for v, k in zip(row, kinds) if k == "float64")
+        self.floats.extend(v for v, (name, _) in zip(row, self.schema) if name in floats)
 
     def last_row(self) -> tuple[array, array]:
         """The last row's ``(ints, floats)`` (copies). Raises ``IndexError`` when empty."""
@@ -77,25 +114,41 @@ class RecordLog:
         columns as pandas' string array (the dtype a DataFrame gives a column of str).
         Raises ``ValueError`` when the two buffers do not hold the same number of rows."""
         n = len(self)
-        ints = np.frombuffer(self.ints, dtype=np.int64).reshape(n, len(self.int_cols))
+        ints = np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, len(self.int_cols))
         floats = np.frombuffer(self.floats, dtype=np.float64)
         if floats.size != n * len(self.float_cols):
             raise ValueError(f"log rows disagree: {n} int rows, {floats.size} float values")
         floats = floats.reshape(n, len(self.float_cols))
-        names = pd.array(np.array(self.names, dtype=object), dtype="str")
+        names = pd.array(np.array(self.names, dtype=object), dtype=STR)
         out: dict[str, Any] = {}
         for name, kind in self.schema:
-            if kind == "float64":
-                out[name] = floats[:, self.float_cols.index(name)].copy()
+            if name in self.float_cols:
+                fcol = floats[:, self.float_cols.index(name)]
+                out[name] = fcol.astype(np.int64) if kind == "int64" else fcol.copy()
                 continue
-            col = ints[:, self.int_cols.index(name)]
-            out[name] = names.take(col) if kind == "str" else col.copy()
+            icol = ints[:, self.int_cols.index(name)].astype(np.int64)
+            out[name] = names.take(icol) if kind == "str" else icol
         return out
+
+    def column(self, name: str) -> Any:
+        """One column as :meth:`columns` gives it (a fresh array). Raises ``KeyError`` for a
+        name not in the schema."""
+        kind = dict(self.schema)[name]
+        n = len(self)
+        if name in self.float_cols:
+            floats = np.frombuffer(self.floats, dtype=np.float64).reshape(n, len(self.float_cols))
+            col = floats[:, self.float_cols.index(name)]
+            return col.astype(np.int64) if kind == "int64" else col.copy()
+        ints = np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, len(self.int_cols))
+        icol = ints[:, self.int_cols.index(name)].astype(np.int64)
+        if kind != "str":
+            return icol
+        return np.array(self.names, dtype=object)[icol]
 
     def frame(self, variant: str) -> pd.DataFrame:
         """The rows as a DataFrame with a ``variant`` column first. Mutates nothing."""
         df = pd.DataFrame(self.columns())
-        df.insert(0, "variant", variant)
+        df.insert(0, "variant", repeated(variant, len(df)))
         return df
 
     @property
@@ -105,3 +158,27 @@ class RecordLog:
             name: col.tolist() if isinstance(col, np.ndarray) else list(col)
             for name, col in self.columns().items()
         }
+
+
+def stacked_frame(
+    logs: Sequence[RecordLog], variant: str, tag: str, tags: Sequence[int]
+) -> pd.DataFrame:
+    """The rows of ``logs`` (one schema) one log after the other as one DataFrame: ``variant``
+    first, the schema's columns, then the int64 column ``tag`` holding ``tags[i]`` on log
+    ``i``'s rows (e.g. each instance's index). The same frame as concatenating each log's
+    :meth:`RecordLog.frame` with its tag column, built column by column so that no second copy
+    of the whole table is ever held. Raises ``ValueError`` when the schemas differ or
+    ``tags`` does not match ``logs``."""
+    if len(tags) != len(logs) or not logs:
+        raise ValueError(f"stacked_frame: {len(logs)} logs, {len(tags)} tags")
+    schema = logs[0].schema
+    if any(log.schema != schema for log in logs):
+        raise ValueError("stacked_frame: the logs' schemas differ")
+    sizes = [len(log) for log in logs]
+    n = sum(sizes)
+    cols: dict[str, Any] = {"variant": repeated(variant, n)}
+    for name, kind in schema:
+        col = np.concatenate([log.column(name) for log in logs]) if n else logs[0].column(name)
+        cols[name] = pd.array(col, dtype=STR) if kind == "str" else col
+    cols[tag] = np.repeat(np.asarray(tags, dtype=np.int64), sizes)
+    return pd.DataFrame(cols)

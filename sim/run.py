@@ -15,20 +15,16 @@ import pandas as pd
 import simpy
 import torch
 
-from radixbench.cache.allocator import ReqToTokenPool
 from radixbench.cache.kv_events import KVEventConfig
-from radixbench.cache.paged_allocator import make_allocator
-from radixbench.cache.radix_cache import CacheConfig
-from radixbench.cache.registry import make_cache
-from radixbench.sim.accounting import kv_account
-from radixbench.sim.batch import BatchBuilder
-from radixbench.sim.config import HICACHE_AXIS, SimConfig, Variant
+from radixbench.sim.clock import SimEnvironment
+from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
-from radixbench.sim.records import RecordLog
+from radixbench.sim.records import STRING, RecordLog, repeated
 from radixbench.sim.request import Req
 from radixbench.sim.scheduler import Scheduler
+from radixbench.sim.server import Server
 from radixbench.sim.tier_metrics import REQUEST_TIER_COLUMNS, request_columns, run_metrics
 from radixbench.sim.tiers import TIER_SCHEMA
 from radixbench.sim.transfers import TRANSFER_SCHEMA
@@ -88,7 +84,9 @@ def resolve_device(name: str) -> torch.device:
     raise ValueError(f"unknown device {name!r}; known: auto, cpu, cuda")
 
 
-def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
+def request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
+    """The per-request table (docs/CONTRACTS.md, ``requests``) of ``reqs`` under ``variant``,
+    sorted by ``rid``."""
     df = pd.DataFrame(
         {
             "rid": [r.rid for r in reqs],
@@ -120,77 +118,55 @@ def _request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
     n_dec = (df["output_len"] - 1).where(df["output_len"] > 1)
     df["tpot_s"] = (df["finish_s"] - df["first_token_s"]) / n_dec
-    df.insert(0, "variant", variant)
+    df.insert(0, "variant", repeated(variant, len(df)))
     return df.sort_values("rid", kind="stable").reset_index(drop=True)
 
 
-@dataclass(frozen=True, slots=True)
-class Server:
-    """One simulated server on a simpy environment: its KV ``allocator``, ``pool`` of
-    request rows, ``cache`` (instrumented by ``rec``) and ``sched`` (the scheduler process, not
-    started)."""
-
-    allocator: Any
-    pool: ReqToTokenPool
-    cache: Any
-    rec: OpRecorder
-    sched: Scheduler
+#: Where an arriving request goes: ``dispatch(tr) -> (server index, request, hold_s)``: the
+#: request reaches that server ``hold_s`` (s, >= 0) of simulated time later (a router's
+#: measured decision time, when it is coupled to the clock). A negative index refuses it (a
+#: gateway that finds no healthy server sheds it): it is done at once, status ``rejected``.
+Dispatch = Callable[[TraceRequest], tuple[int, Req, float]]
 
 
-def build_server(
-    env: simpy.Environment,
-    cfg: SimConfig,
-    variant: Variant,
-    device: torch.device,
-    on_finish: Callable[[Req], None],
-    kv_events: KVEventConfig | None = None,
-) -> Server:
-    """A fresh pool, allocator and cache of ``variant``'s implementation and algorithms
-    (``radixbench.cache.registry.make_cache``: any registered implementation, driven alike
-    through ``PrefixCache``), instrumented by a new :class:`OpRecorder` stamped with
-    ``env.now``, and a :class:`Scheduler` over them calling ``on_finish`` per finished or
-    rejected request. ``kv_events``: the cache emits KV events in that format (off: None).
-    Raises ``ImplError`` / ``ValueError`` when the implementation cannot run ``cfg``."""
-    hicache = cfg.hicache_for(dict(variant.extra).get(HICACHE_AXIS))
-    if kv_events is not None and hicache is not None:
-        # both would be drained from take_actions: the transfers and the events would mix
-        raise ValueError(
-            "KV events (--kv-events, a cluster) and HiCache cannot run together yet: "
-            "leave out one of them"
-        )
-    allocator = make_allocator(cfg.kv_capacity_tokens, cfg.page_size, device, check_repeats=False)
-    pool = ReqToTokenPool(cfg.max_running, cfg.max_context_len_tokens, device)
-    cache = make_cache(
-        variant.impl,
-        pool,
-        allocator,
-        CacheConfig(
-            cfg.page_size,
-            variant.evictor,
-            variant.matcher,
-            cfg.policy,
-            split_rule=cfg.split_rule,
-            kv_events=kv_events,
-            hicache=hicache,
-        ),
-    )
-    rec = OpRecorder(lambda: float(env.now))
-    cache.instrument(rec)
-    builder = BatchBuilder(pool, variant.flatten)
-    sched = Scheduler(env, cfg, cache, allocator, pool, builder, rec, on_finish)
-    return Server(allocator, pool, cache, rec, sched)
+def trace_request(tr: TraceRequest) -> Req:
+    """The simulator's request for trace entry ``tr``; its prompt token ids (``block_tokens``)
+    are made at its first admission attempt (``Req.on_demand``), not held while it waits."""
+    expand = partial(block_tokens, tr.hash_ids, tr.input_length)
+    return Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+
+
+def _one_server(tr: TraceRequest) -> tuple[int, Req, float]:
+    return 0, trace_request(tr), 0.0
+
+
+def with_axes(variant: Variant, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``variant``'s axis columns (``Variant.axes``: impl, evictor, matcher,
+    flatten, extra axes; string dtype, missing where the implementation runs its own
+    algorithm) inserted after ``variant`` (mutates and returns ``df``)."""
+    for i, (axis, value) in enumerate(variant.axes().items(), start=1):
+        df.insert(i, axis, pd.Series(repeated(value, len(df), STRING), index=df.index))
+    return df
 
 
 class VariantSim:
-    """One variant's simulation, steppable so that several can run interleaved.
+    """One variant's simulation, steppable so that several can run interleaved: the one server
+    loop, for one server and for N behind a router alike.
 
-    Builds one server (:func:`build_server`). A request's prompt token ids (``block_tokens``)
-    are made when the scheduler first reads them, at its first admission attempt
-    (``Req.on_demand``), not on arrival: the same tokens, but a long waiting queue holds none.
-    Deterministic for a given trace and config: in the isolated clock mode nothing measured
-    feeds back into the schedule. ``kv_event_log``: with it, the cache emits KV events,
-    drained after every scheduler step (as sglang 0.5.23's publisher) and written there as
-    instance 0 (``sim.kv_event_log.KVEventLog``).
+    ``instances`` :class:`~radixbench.sim.server.Server` s on one simpy environment, fed by one
+    arrival process that takes the trace in order, waits for each request's arrival, asks
+    ``dispatch`` where it goes (default: the one server; a cluster passes its router) and hands
+    it over; before each wait it tells every server when the next request may come, which
+    bounds their schedulers' decode runs (``sim.scheduler``; ``coalesce=False``: every decode
+    step its own event). Deterministic for a given trace and config: in the isolated clock
+    mode nothing measured feeds back into the schedule. ``on_request_done()``: per finished or
+    rejected request; ``on_done(server, req)``: the same with its server (a router's
+    bookkeeping). A request ``dispatch`` refuses (index < 0) is rejected on arrival, counted
+    in :attr:`done` and ``on_request_done``, and reaches no server. KV events: with
+    ``kv_event_log`` every server's cache emits them in the log's format, drained after every
+    scheduler step (as sglang 0.5.23's publisher) and written there with the server's index;
+    ``kv_events`` / ``publish`` set the format and a publisher (a cluster's event bus) instead
+    or as well.
     """
 
     def __init__(
@@ -201,40 +177,82 @@ class VariantSim:
         device: torch.device,
         on_request_done: Callable[[], None] | None = None,
         kv_event_log: KVEventLog | None = None,
+        *,
+        instances: int = 1,
+        dispatch: Dispatch | None = None,
+        on_done: Callable[[Server, Req], None] | None = None,
+        kv_events: KVEventConfig | None = None,
+        publish: Callable[[int, Sequence[Any]], None] | None = None,
+        coalesce: bool = True,
     ) -> None:
-        self.variant = variant
-        self.env = env = simpy.Environment()
-        self.done: list[Req] = []
+        self.variant, self.cfg = variant, cfg
+        self.env = env = SimEnvironment()
+        self.events = 0
+        self.wall_ns = 0
+        self.refused: list[Req] = []
+        self._on_request_done = on_request_done
 
-        def finished(req: Req) -> None:
-            self.done.append(req)
+        def finished(server: Server, req: Req) -> None:
+            if on_done is not None:
+                on_done(server, req)
             if on_request_done is not None:
                 on_request_done()
 
-        events = None if kv_event_log is None else kv_event_log.config
-        server = build_server(env, cfg, variant, device, finished, events)
-        self.cache, self.rec, self.sched = server.cache, server.rec, server.sched
-        sched = self.sched
-        if kv_event_log is not None:
-            sched.after_step = kv_event_log.drainer(variant.name, 0, self.cache, env)
-        self.cfg = cfg
-        self.events = 0
-        self.wall_ns = 0
+        if kv_events is None and kv_event_log is not None:
+            kv_events = kv_event_log.config
+        self.servers = [
+            Server(env, cfg, variant, device, i, finished, kv_events, publish, kv_event_log,
+                   coalesce)
+            for i in range(instances)
+        ]  # fmt: skip
+        env.process(self._arrivals(trace, dispatch or _one_server))
 
-        def arrivals() -> simpy.events.ProcessGenerator:
-            for tr in trace:
-                delay = tr.arrival_s - env.now
-                if delay > 0:
-                    yield env.timeout(delay)
-                # prompt tokens are made at the first admission attempt, not held while waiting
-                expand = partial(block_tokens, tr.hash_ids, tr.input_length)
-                req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
-                req.session_id = tr.session_id
-                sched.enqueue(req)
-            sched.close()
+    def _arrivals(self, trace: Sequence[TraceRequest], dispatch: Dispatch) -> Any:
+        env, servers = self.env, self.servers
+        for tr in trace:
+            delay = tr.arrival_s - env.now
+            if delay > 0:
+                at = env.now + delay  # the time simpy gives the timeout
+                for s in servers:
+                    s.next_arrival_at(at)
+                yield env.timeout(delay)
+            i, req, hold = dispatch(tr)
+            req.session_id = tr.session_id
+            if i < 0:
+                req.status = "rejected"
+                self.refused.append(req)
+                if self._on_request_done is not None:
+                    self._on_request_done()
+                continue
+            if hold > 0:
+                at = env.now + hold
+                for s in servers:
+                    s.next_arrival_at(at)
+                yield env.timeout(hold)
+            servers[i].enqueue(req)
+        for s in servers:
+            s.close()
 
-        env.process(arrivals())
-        env.process(sched.loop())
+    @property
+    def cache(self) -> Any:
+        """The first server's cache (what code runs: every server runs the same)."""
+        return self.servers[0].cache
+
+    @property
+    def sched(self) -> Scheduler:
+        """The first server's scheduler (tests hook into it)."""
+        return self.servers[0].sched
+
+    @property
+    def rec(self) -> OpRecorder:
+        """The first server's op recorder."""
+        return self.servers[0].rec
+
+    @property
+    def done(self) -> list[Req]:
+        """Every finished (and rejected) request, server by server, then those the dispatch
+        refused."""
+        return [r for s in self.servers for r in s.done] + self.refused
 
     def step(self, max_events: int) -> bool:
         """Process up to ``max_events`` simpy events; ``False`` once nothing is left. Runs
@@ -257,26 +275,30 @@ class VariantSim:
                 self.events += n
                 self.wall_ns += perf_counter_ns() - t0
 
-    def _with_axes(self, df: pd.DataFrame) -> pd.DataFrame:
-        """``df`` with the variant's axis columns (``Variant.axes``: impl, evictor, matcher,
-        flatten, extra axes; string dtype, missing where the implementation runs its own
-        algorithm) inserted after ``variant``."""
-        for i, (axis, value) in enumerate(self.variant.axes().items(), start=1):
-            df.insert(i, axis, pd.Series([value] * len(df), index=df.index, dtype="string"))
-        return df
+    def run_metrics(self) -> dict[str, Any]:
+        """``events`` (simpy events processed), ``wall_s`` (s spent stepping), ``events_per_s``."""
+        wall = self.wall_ns * 1e-9
+        return {
+            "events": self.events,
+            "wall_s": wall,
+            "events_per_s": self.events / max(wall, 1e-9),
+        }
 
     def result(self) -> VariantResult:
-        """The tables and metrics of the run so far; checks the KV pool adds up first
-        (``sim.accounting.kv_account``: raises ``KVAccountingError`` on a leak)."""
-        kv_account(self.cache, self.sched.live_requests())
+        """The tables and metrics of the run so far (one server; a cluster builds its own from
+        :attr:`servers`); checks the KV pool adds up first (``sim.accounting.kv_account``:
+        raises ``KVAccountingError`` on a leak)."""
+        server = self.servers[0]
+        server.check_kv()
         name = self.variant.name
-        steps = self.sched.steps.frame(name)
-        metrics = serving_metrics(self.done, steps, self.cfg.clock)
-        requests = _request_frame(name, self.done)
+        done = server.done
+        steps = server.steps_frame(name)
+        metrics = serving_metrics(done, steps, self.cfg.clock)
+        requests = request_frame(name, done)
         tables: dict[str, pd.DataFrame] = {}
-        io = self.sched.io
+        io = server.sched.io
         if self.cfg.hicache is not None:  # HiCache: tier columns, transfers, host occupancy
-            order = sorted(self.done, key=lambda r: r.rid)
+            order = sorted(done, key=lambda r: r.rid)
             for col, values in request_columns(order).items():
                 requests[col] = pd.Series(
                     values, index=requests.index, dtype=REQUEST_TIER_COLUMNS[col]
@@ -293,19 +315,18 @@ class VariantSim:
                     self.cfg.hicache.duplex,
                 )
             )  # fmt: skip
-        metrics["events"] = self.events
-        metrics["wall_s"] = self.wall_ns * 1e-9
-        metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
+        metrics.update(self.run_metrics())
+        v = self.variant
         return VariantResult(
             name,
-            self._with_axes(requests),
-            self._with_axes(self.rec.frame(name)),
+            with_axes(v, requests),
+            with_axes(v, server.ops_frame(name)),
             float(self.env.now),
-            self._with_axes(steps),
-            {"variant": name, **self.variant.axes(), **metrics},
+            with_axes(v, steps),
+            {"variant": name, **v.axes(), **metrics},
             self.events,
             self.wall_ns * 1e-9,
-            {stem: self._with_axes(df) for stem, df in tables.items()},
+            {stem: with_axes(v, df) for stem, df in tables.items()},
         )
 
 

@@ -29,10 +29,28 @@ goes idle (0.5.23 ``on_idle`` resets it). KV slots are allocated per token or pe
 Step time = cost model forward time (includes ``step_overhead_s``) + in the ``coupled`` clock
 mode the measured CPU time of the step's top-level cache operations and batch builds (work done
 after a step, e.g. ``release`` of a finished request, is charged to the next step).
+
+Decode runs: a decode step whose end changes nothing the schedule depends on is followed at
+once, in the same simpy event, by the next one (``Scheduler.coalesce``, on by default): the
+step ends before the next arrival the driver announced (``next_arrival_s``), finishes no
+request, leaves no prefill to start (no chunked request, no admission pending), and the free
+KV slots cover the most the next step's checks ask for (``bs * page_size``), so nothing is
+evicted or retracted and the tree, hence its KV events, does not change; HiCache runs step by
+step. Every step of a run still does its own real work at its own time: its slot allocation
+and ``ScheduleBatch`` build run and are timed (their op rows stamped with the step's start,
+through the recorder's ``StepClock``), its step-log row is written, and its tokens get its
+end time; only the simpy event between two steps is skipped, and the loop's per-iteration
+hooks (``after_step``, ``before_step``) still run between them. Under the ``coupled`` clock a
+step's duration is known only once its work has been measured: each step of a run takes its
+own measured CPU (``OpRecorder.take_charge_ns`` right after its work), exactly as step by
+step, and the next step starts at its end. Results are the same as step by step (the request,
+step and op tables, the measured ``ns`` aside; tests/sim/test_coalesce.py runs every bundled
+scenario both ways), with fewer simpy events.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
@@ -42,8 +60,9 @@ import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
 from radixbench.cache.interface import PrefixCache
-from radixbench.sim.adder import CONTINUE, NO_TOKEN, PrefillAdder
+from radixbench.sim.admission import get_new_batch_prefill, retract_decode
 from radixbench.sim.batch import BatchBuilder
+from radixbench.sim.clock import StepClock
 from radixbench.sim.config import SimConfig
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_alloc import SlotAllocator
@@ -69,6 +88,11 @@ class Scheduler:
     previous step's results were processed, before the next batch is formed): where sglang
     0.5.23 publishes the cache's KV events (``publish_kv_events`` at the end of
     ``report_prefill_stats`` / ``report_decode_stats`` and when idle).
+    ``clock``: the ``StepClock`` of ``rec`` (decode runs stamp their steps' rows through it);
+    without one every decode step is its own event. ``coalesce``: run decode steps in runs
+    (module docstring); ``next_arrival_s``: simulated time (s) of the next event that may hand
+    this server a request, which a decode run never passes: the driver of the arrivals sets it
+    (-inf until it does: every step its own event; +inf after :meth:`close`).
     """
 
     def __init__(
@@ -81,8 +105,15 @@ class Scheduler:
         builder: BatchBuilder,
         rec: OpRecorder,
         on_finish: Callable[[Req], None],
+        clock: StepClock | None = None,
+        coalesce: bool = True,
     ) -> None:
         self.env, self.cfg, self.cache = env, cfg, cache
+        self.clock = clock
+        # decode runs need the clock and an environment that wakes at an exact time
+        self._wake_at: Callable[[float], simpy.Event] | None = getattr(env, "timeout_at", None)
+        self.coalesce = coalesce and clock is not None and self._wake_at is not None
+        self.next_arrival_s = -math.inf
         self.allocator, self.pool, self.builder, self.rec = allocator, pool, builder, rec
         self.on_finish = on_finish
         self.policy = SchedPolicy(cfg.sched_policy, cache, cfg.seed)
@@ -144,6 +175,7 @@ class Scheduler:
 
     def close(self) -> None:
         self.arrivals_done = True
+        self.next_arrival_s = math.inf
         self._notify()
 
     def _notify(self) -> None:
@@ -156,10 +188,10 @@ class Scheduler:
         cpu_s = self.rec.take_charge_ns() * 1e-9
         return (forward_s + cpu_s if self.coupled else forward_s), cpu_s
 
-    def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float) -> None:
+    def _log(self, step: str, bs: int, new: int, step_s: float, cpu_s: float, now: float) -> None:
         c, cap = self.cache, self.capacity
         self.steps.append(
-            float(self.env.now),
+            now,
             step,
             step_s,
             cpu_s,
@@ -180,64 +212,9 @@ class Scheduler:
 
     # ------------------------------------------------------------------ admission
     def _get_new_batch_prefill(self) -> list[Req]:
-        """sglang 0.5.23 ``get_new_batch_prefill``: the extend batch (maybe empty)."""
-        cfg = self.cfg
-        if self.chunked_req is None and (not self.waiting or not self.admission_dirty):
-            return []
-        io = self.io
-        adder = PrefillAdder(
-            cfg, self.cache, self.running, self.new_token_ratio, self.arr.remaining(), io
-        )
-        if self.chunked_req is not None:
-            self.chunked_req = adder.add_chunked_req(self.chunked_req)
-            if not adder.has_budget():
-                # Deviation from 0.5.23, for speed: its calc_priority matches the whole queue
-                # under lpm / dfs-weight before the chunked request is added, and only then
-                # does budget_state() stop the pass; the sole effect would be LRU touches.
-                return adder.can_run
-        cap = min(self.capacity, cfg.max_context_len_tokens)
-        # FCFS takes the head of the queue in place, unless HiCache may hold some back
-        fcfs = self.policy.name == "fcfs" and io is None
-        # FCFS takes from the head of the deque in place; other orders work on a copy.
-        queue: Any = self.waiting if fcfs else self.policy.order(list(self.waiting))
-        admitted: list[Req] = []
-        for req in queue:
-            if len(self.running) + len(adder.can_run) >= cfg.max_running:
-                self.admission_dirty = False
-                break
-            if req.retractions == 0 and req.input_len + req.output_len >= cap:
-                admitted.append(req)
-                self._reject(req)
-                continue
-            if io is not None and not io.admissible(req):
-                continue  # its prefetch is not done: skipped this pass (check_prefetch_progress)
-            res = adder.add_one_req(req)
-            if res != CONTINUE:
-                if res == NO_TOKEN:
-                    self.admission_dirty = False
-                if adder.can_run and adder.can_run[-1] is req:
-                    admitted.append(req)
-                break
-            admitted.append(req)
-        if admitted:
-            if fcfs:  # the admitted (and rejected) requests are the head of the queue
-                for _ in admitted:
-                    self.waiting.popleft()
-            else:
-                taken = {id(r) for r in admitted}
-                self.waiting = deque(r for r in self.waiting if id(r) not in taken)
-        if adder.new_chunked is not None:
-            self.chunked_req = adder.new_chunked
-        batch = adder.can_run
-        for r in batch:
-            if r.req_pool_idx < 0:
-                row = self.pool.alloc()
-                assert row is not None  # rows == max_running
-                r.req_pool_idx = row
-            r.status = "running"
-        if not batch and io is None:
-            self.admission_dirty = False
-        return batch
+        """sglang 0.5.23 ``get_new_batch_prefill``: the extend batch (maybe empty)
+        (``sim.admission``)."""
+        return get_new_batch_prefill(self)
 
     # ------------------------------------------------------------------ steps
     def _finish(self, req: Req) -> None:
@@ -264,7 +241,7 @@ class Scheduler:
         if self.io is not None:  # loads back (layer by layer) and blocking copies
             forward_s = self.io.prefill_time(forward_s, batch)[0]
         step_s, cpu_s = self._step_time(forward_s)
-        self._log("prefill", len(batch), sum(extend), step_s, cpu_s)
+        self._log("prefill", len(batch), sum(extend), step_s, cpu_s, float(self.env.now))
         yield self.env.timeout(step_s)
         now = self.env.now
         cache = self.cache
@@ -289,59 +266,73 @@ class Scheduler:
         self.arr.add(joined)  # the running batch, after the requests already in it
 
     def _retract_decode(self) -> None:
-        """sglang 0.5.23 ``ScheduleBatch.retract_decode`` (default ``retraction_policy``):
-        retract until the rest can decode. Where the last request still cannot, 0.5.23 aborts
-        it; here that raises ``RuntimeError``."""
-        self.arr.sync()
-        running = list(self.running)
-        order = sorted(
-            range(len(running)),
-            key=lambda i: (len(running[i].output_ids), -running[i].input_len),
-            reverse=True,
-        )
-        retracted: list[Req] = []
-        first = True
-        while first or not self.slots.decode_fits([running[i] for i in order]):
-            if len(order) == 1:
-                raise RuntimeError("decode out of KV slots with one request left")
-            first = False
-            req = running[order.pop()]
-            retracted.append(req)
-            # 0.5.23 release_req: release_kv_cache(checkpoint=False), then evict for the rest
-            self.cache.release(req, req.seq_len, False)
-            self.slots.evict_if_needed(len(order) * self.cfg.retract_decode_steps)
-            req.reset_for_retract()
-        self.arr.reset([running[i] for i in order])
-        decoded = sum(len(r.output_ids) for r in self.running)
-        max_new = sum(r.output_len for r in self.running)
-        steps = self.cfg.retract_decode_steps
-        self.new_token_ratio = min(1.0, (decoded + steps * len(self.running)) / max_new)
-        self.retractions += len(retracted)
-        self.waiting.extend(retracted)  # 0.5.23 _add_request_to_queue: at the end
-        self.admission_dirty = True
+        """sglang 0.5.23 ``ScheduleBatch.retract_decode`` (``sim.admission``)."""
+        retract_decode(self)
 
-    def _decode(self) -> float:
-        """Start one decode step of the running batch (slots, batch build, step log); returns
-        its simulated duration (s). The loop then waits that long and calls
-        :meth:`_decode_done`. Per-request state advances in ``self.arr`` (numpy, O(1) calls per
-        step); a request's ``Req`` fields are synced when it finishes, as the per-request loop
-        of 0.5.23's ``process_batch_result_decode`` would have left them."""
+    def _decode(self, now: float, fits: bool = False) -> float:
+        """Start one decode step of the running batch at simulated time ``now`` (slots, batch
+        build, step log); returns its simulated duration (s). ``fits``: the free slots are
+        known to cover the step's worst case (:meth:`_run_on`), so ``check_decode_mem`` would
+        evict nothing and pass: it is not asked. Per-request state advances in ``self.arr``
+        (numpy, O(1) calls per step); a request's ``Req`` fields are synced when it finishes,
+        as the per-request loop of 0.5.23's ``process_batch_result_decode`` would have left
+        them."""
         arr, slots, builder = self.arr, self.slots, self.builder
-        if not slots.decode_fits(arr.reqs, arr.seq_now() if self.paged else None):
+        seq = arr.seq_now() if self.paged else None
+        if not (fits or slots.decode_fits(arr.reqs, seq)):
             self._retract_decode()
+            seq = arr.seq_now() if self.paged else None
         else:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self._ratio_min)
         running = arr.reqs
         bs = len(running)
-        loc = slots.decode(running, arr.seq_now() if self.paged else None, arr.rows)
+        loc = slots.decode(running, seq, arr.rows)
         meta = arr.decode_inputs(builder.decode_meta(bs))
         self._build_decode(running, loc, meta)
         decode_s = self._decode_time(bs, arr.seq_total + bs)
         if self.io is not None:
             decode_s += self.io.decode_delay()
         step_s, cpu_s = self._step_time(decode_s)
-        self._log("decode", bs, bs, step_s, cpu_s)
+        self._log("decode", bs, bs, step_s, cpu_s, now)
         return step_s
+
+    def _run_on(self, t: float) -> bool:
+        """Whether the decode step ending at ``t`` may be followed by the next one in the same
+        event (module docstring: nothing that step's end brings can change the schedule)."""
+        arr = self.arr
+        return (
+            t < self.next_arrival_s
+            and arr.steps + 1 != arr.next_done
+            and self.chunked_req is None
+            and not (self.waiting and self.admission_dirty)
+            and self.allocator.available_size() >= len(arr.reqs) * self.slots.page_size
+        )
+
+    def _decode_run(self) -> float:
+        """Start a decode step now and, while :meth:`_run_on` allows, each next one at the end
+        of the one before, doing at each end what the loop does there (advance the batch, the
+        hooks); returns the simulated end (s) of the last, whose end the loop waits for. The
+        steps' rows are stamped with their own start through ``self.clock``."""
+        t = float(self.env.now)
+        end = t + self._decode(t)
+        if self.io is not None:
+            return end
+        clock = self.clock
+        assert clock is not None
+        arr = self.arr
+        try:
+            while self._run_on(end):
+                t = clock.at = end
+                arr.advance(t)  # finishes nobody (checked)
+                if self.after_step is not None:
+                    self.after_step()
+                if self.before_step is not None:
+                    arr.sync()
+                    self.before_step(self)
+                end = t + self._decode(t, fits=True)
+        finally:
+            clock.at = None
+        return end
 
     def _decode_done(self) -> None:
         """The decode step started by :meth:`_decode` ended now: advance the batch, finish the
@@ -373,7 +364,10 @@ class Scheduler:
             if batch:
                 yield from self._prefill(batch)
             elif self.arr.reqs:
-                yield self.env.timeout(self._decode())
+                if self.coalesce and self._wake_at is not None:
+                    yield self._wake_at(self._decode_run())
+                else:
+                    yield self.env.timeout(self._decode(float(self.env.now)))
                 self._decode_done()
             elif self.arrivals_done and not self.waiting and self.chunked_req is None:
                 return

@@ -39,7 +39,7 @@ class StepLog(RecordLog):
     """
 
     def __init__(self) -> None:
-        super().__init__(_SCHEMA)
+        super().__init__(_SCHEMA, int32=True)  # a row per step: compact (counts fit int32)
 
     def add(self, **row: Any) -> None:
         """Append one step; every column of the contract must be given (``KeyError``)."""

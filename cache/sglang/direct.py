@@ -7,6 +7,11 @@ radixbench's allocator shim and process state) and takes the adapter's wrappers 
 (``ServedTree.hook``'s instance attributes: the class's own methods again), then makes each call
 the adapter makes, timing SGLang's call alone with ``perf_counter_ns`` (the process-state swap
 and the key conversion stay outside). The adapter must not be used afterwards.
+
+With a ``timer`` (an ``OpTimer``) the calls are timed by it instead, rows as a run records
+them, and SGLang's calls on itself (``INNER_OPS``) are the timer's wrappers, as an instrumented
+adapter installs them: what radixbench's timer costs SGLang's calls by itself, without the
+adapter (``bench served``'s ``timer`` column).
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from typing import Any
 
 import torch
 
-from radixbench.cache.interface import MatchResult
+from radixbench.cache.interface import MatchResult, OpTimer
 from radixbench.cache.key import RadixKey
-from radixbench.cache.sglang.report import INNER_OPS
+from radixbench.cache.sglang.report import INNER_OPS, timed_inner_ops
 from radixbench.cache.sglang.shims import ServedReqProxy, release_kv_cache, write_back
 
 __all__ = ["DirectServed"]
@@ -30,14 +35,36 @@ class DirectServed:
     off, called alone; ``ns[op]``: each timed call's ns, in call order. Mutates ``cache.sgl``
     (its instance attributes) and, through its calls, the tree, the allocator and requests."""
 
-    def __init__(self, cache: Any) -> None:
+    def __init__(self, cache: Any, timer: OpTimer | None = None) -> None:
         self.a, self.sgl = cache, cache.sgl
         for name in (*INNER_OPS, "_evict_device_leaf"):
             self.sgl.__dict__.pop(name, None)  # back to the class's own methods
         self.ns: dict[str, list[int]] = {}
         self.allocator, self.req_to_token_pool = cache.allocator, cache.req_to_token_pool
+        self.timer = timer
+        self._timed: dict[str, Callable[..., Any]] = {}
+        #: SGLang's own methods (what this class calls; SGLang's code calls the attributes)
+        self.raw = raw = {op: getattr(self.sgl, op) for op in INNER_OPS}
+        if timer is not None:
+            sgl = self.sgl
+            self._stats = lambda: (0, int(sgl.evictable_size() + sgl.protected_size()), 0)
+            timed = timed_inner_ops(timer, raw, self._stats)
+            for op, fn in timed.items():
+                setattr(sgl, op, fn)
+            dec = timed["dec_lock_ref"]
+
+            def dec_lock_ref(node_id: Any, params: Any, skip_swa: bool = False) -> Any:
+                return dec(node_id, params, skip_swa)  # ServedTree.install's keyword shim
+
+            sgl.dec_lock_ref = dec_lock_ref
 
     def _time(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.timer is not None:  # the timer's row (its ns: the recorder's)
+            timed = self._timed.get(op)
+            if timed is None:
+                timed = self._timed[op] = self.timer.timed(op, fn, self._stats, _zero, _zero)
+            with self.a._state:
+                return timed(*args)
         with self.a._state:
             t0 = perf_counter_ns()
             r = fn(*args)
@@ -45,7 +72,7 @@ class DirectServed:
         return r
 
     def _match(self, params: Any) -> Any:
-        r = self.sgl.match_prefix(params)
+        r = self.raw["match_prefix"](params)
         return r, self.sgl.path_device_indices(r.last_device_node)[: r.device_prefix_len]
 
     def match_prefix(self, key: RadixKey) -> MatchResult:
@@ -59,7 +86,7 @@ class DirectServed:
         k = self.a._key(key, copy=True).page_aligned(self.a.page_size)
         params = self.a._Insert(key=k, value=value[: len(k)], prev_prefix_len=len(k),
                                 priority=0, inserted_len=0)  # fmt: skip
-        return int(self._time("insert", self.sgl.insert, params).prefix_len)
+        return int(self._time("insert", self.raw["insert"], params).prefix_len)
 
     def evict(self, n: int) -> None:
         """``evict_for_alloc(EvictParams(num_tokens=n))``."""
@@ -67,11 +94,11 @@ class DirectServed:
 
     def inc_lock_ref(self, node: Any) -> None:
         """``inc_lock_ref``; its receipt is kept for the next ``dec_lock_ref``."""
-        self.receipt = self._time("inc_lock_ref", self.sgl.inc_lock_ref, node).to_dec_params()
+        self.receipt = self._time("inc_lock_ref", self.raw["inc_lock_ref"], node).to_dec_params()
 
     def dec_lock_ref(self, node: Any) -> None:
         """``dec_lock_ref`` with the last receipt."""
-        self._time("dec_lock_ref", self.sgl.dec_lock_ref, node, self.receipt)
+        self._time("dec_lock_ref", self.raw["dec_lock_ref"], node, self.receipt)
 
     def lock(self, node: Any) -> Any:
         """``lock`` (untimed: the streams time it nowhere)."""
@@ -99,3 +126,7 @@ class DirectServed:
 
         pool, alloc = self.req_to_token_pool, self.allocator
         self._time("release", release_kv_cache, pool, alloc, req, owned, final, self.sgl.unlock)
+
+
+def _zero(*_: Any) -> int:
+    return 0

@@ -209,7 +209,8 @@ class ServedHiCache(ServedSGLangCache):
         params = self._insert_params(key, value, priority, inserted_len, track_adopted_ranges=True)
         with self._state:
             self.tree.sync()
-            r = self._call["insert"](params, len(key))
+            self._arg[0] = len(key)
+            r = self._call["insert"](params)
         self.tree.on_node(r.last_device_node)
         n = int(r.prefix_len)
         ranges = (r.adopted_ranges or {}).get(self._full, [])

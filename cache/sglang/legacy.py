@@ -14,6 +14,10 @@ operation is SGLang's own code; the adapter only converts keys and results, and 
   in O(1); adapters of one load may be interleaved in one thread, not across threads;
 * eviction victims: the instance's ``_delete_leaf`` is wrapped to record node ids in order.
 
+Instrumented, the timer wraps SGLang's calls alone (:meth:`SGLangCache.instrument`), as the
+served adapter's: key and request conversions, the state swap and the victims' count run
+around them, untimed.
+
 What SGLang sees of radixbench's keys, pools and requests: :mod:`radixbench.cache.sglang.shims`.
 
 Not supported: bigram (EAGLE) keys (``ValueError``: SGLang turns the whole tree into bigram
@@ -29,6 +33,7 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import torch
@@ -46,7 +51,7 @@ from radixbench.cache.key import RadixKey
 from radixbench.cache.sglang.adapter import SGLangAdapter
 from radixbench.cache.sglang.loader import Loaded, SGLangLoadError
 from radixbench.cache.sglang.process_state import LegacyState, install_time_shim
-from radixbench.cache.sglang.report import INNER_OPS, timed_inner_ops
+from radixbench.cache.sglang.report import INNER_OPS, timed_core_calls, timed_inner_ops
 from radixbench.cache.sglang.shims import (
     AllocatorShim,
     LegacyReqProxy,
@@ -55,7 +60,6 @@ from radixbench.cache.sglang.shims import (
     sglang_key,
     write_back,
 )
-from radixbench.cache.timing import time_standard_ops
 
 #: Eviction policies of 0.5.23's ``get_eviction_strategy`` that its ``RadixCache`` supports.
 SGLANG_POLICIES = ("lru", "lfu", "fifo", "mru", "filo", "priority", "slru")
@@ -131,15 +135,42 @@ class SGLangCache(SGLangAdapter):
         #: SGLang's own methods, unwrapped: what the adapter's methods call (``instrument``
         #: wraps the instance's attributes, which SGLang's own code calls)
         self._raw = {op: getattr(self.sgl, op) for op in INNER_OPS}
+        #: the victims' node ids of the running ``evict`` (one list, cleared by each: the
+        #: hook, inside SGLang's timed call, is one frame and one append)
         self._victims: list[int] = []
-        delete_leaf = self.sgl._delete_leaf
+        delete_leaf, victim = self.sgl._delete_leaf, self._victims.append
 
         def _delete_leaf(node: Any) -> Any:
-            self._victims.append(node.id)
-            self._state.num_nodes -= 1
+            victim(node.id)
             return delete_leaf(node)
 
         self.sgl._delete_leaf = _delete_leaf
+        #: SGLang's calls alone, by op (what ``instrument`` times), and the row's key length
+        #: or evictable size before a call (``report.timed_core_calls``' side channel)
+        self._untimed = self._sgl_calls()
+        self._call: dict[str, Callable[..., Any]] = dict(self._untimed)
+        self._arg = [0]
+
+    def _sgl_calls(self) -> dict[str, Callable[..., Any]]:
+        """SGLang's calls alone, as this adapter makes them (``report.core_calls``' forms:
+        ``match_prefix(MatchPrefixParams)`` -> ``(MatchResult, path_device_indices(last
+        node)[:prefix_len])``; ``insert``, ``evict``, ``inc_lock_ref``, ``dec_lock_ref``:
+        SGLang's bound methods; ``checkpoint(proxy, up_to)``; ``release(req, owned_len, final,
+        unlock)``: ``shims.release_kv_cache`` on the pool and allocator)."""
+        sgl, raw = self.sgl, self._raw
+        match, path = raw["match_prefix"], sgl.path_device_indices
+
+        def match_prefix(params: Any) -> tuple[Any, Any]:
+            r = match(params)
+            return r, path(r.last_device_node)[: r.device_prefix_len]
+
+        def checkpoint(proxy: Any, up_to: int) -> None:
+            sgl.checkpoint(proxy, up_to=up_to)
+
+        release = partial(release_kv_cache, self.req_to_token_pool, self.allocator)
+        return {"match_prefix": match_prefix, "insert": raw["insert"], "evict": sgl.evict,
+                "inc_lock_ref": raw["inc_lock_ref"], "dec_lock_ref": raw["dec_lock_ref"],
+                "checkpoint": checkpoint, "release": release}  # fmt: skip
 
     # ------------------------------------------------------------------ plumbing
     def _clock(self) -> Callable[[], float]:
@@ -211,11 +242,17 @@ class SGLangCache(SGLangAdapter):
         return torch.cat(values).to(torch.int64)
 
     def instrument(self, timer: OpTimer) -> None:
-        """Put ``timer`` around the adapter's operations and around SGLang's own ``insert`` /
+        """Put ``timer`` around SGLang's calls alone (``report.timed_core_calls``: the rows of
+        ``timing.time_standard_ops``; key and request conversions, the state swap, victims'
+        count and write-back stay outside) and around SGLang's own ``insert`` /
         ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` on its instance (one row per
-        logical operation: :mod:`radixbench.cache.sglang.report`). Mutates this adapter and
-        the SGLang instance (those four attributes)."""
-        time_standard_ops(self, timer)
+        logical operation: :mod:`radixbench.cache.sglang.report`). Inside a timed call only
+        the timer's frames around the nested calls and the victim hook are not SGLang's.
+        Mutates this adapter (its ``_call`` table) and the SGLang instance (those four
+        attributes)."""
+        self._call = timed_core_calls(
+            timer, self._untimed, self.tree_stats, self.sgl.evictable_size, self._arg
+        )
         for op, timed in timed_inner_ops(timer, self._raw, self.tree_stats).items():
             setattr(self.sgl, op, timed)
 
@@ -227,10 +264,8 @@ class SGLangCache(SGLangAdapter):
         keys."""
         params = self._Match(key=self._key(key))
         with self._state:
-            r = self._raw["match_prefix"](params)
-        node, n = r.last_device_node, r.device_prefix_len
-        indices = self.sgl.path_device_indices(node)[:n]
-        return MatchResult(indices.to(torch.int64), node, n)
+            r, indices = self._call["match_prefix"](params)
+        return MatchResult(indices.to(torch.int64), r.last_device_node, r.device_prefix_len)
 
     def insert(
         self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
@@ -241,26 +276,30 @@ class SGLangCache(SGLangAdapter):
         params = self._Insert(
             key=self._key(key, copy=True), value=value, priority=priority, inserted_len=inserted_len
         )
+        self._arg[0] = len(key)
         with self._state:
-            r = self._raw["insert"](params)
+            r = self._call["insert"](params)
         return int(r.prefix_len)
 
     def evict(self, num_tokens: int) -> EvictResult:
         """``RadixCache.evict(EvictParams(num_tokens=...))``: frees the victims' slots through
         the allocator; returns tokens evicted and the victims' node ids in eviction order."""
-        victims: list[int] = []
-        self._victims = victims
+        params = self._Evict(num_tokens=num_tokens)
+        self._victims.clear()
         with self._state:
-            r = self.sgl.evict(self._Evict(num_tokens=num_tokens))
-        return EvictResult(int(r.num_tokens_evicted), victims)
+            r = self._call["evict"](params)
+        self._state.num_nodes -= len(self._victims)
+        return EvictResult(int(r.num_tokens_evicted), self._victims[:])
 
     def inc_lock_ref(self, node: Any) -> int:
         """``RadixCache.inc_lock_ref``: change of the evictable size (<= 0)."""
-        return int(self._raw["inc_lock_ref"](node).delta)
+        self._arg[0] = self.sgl.evictable_size()
+        return int(self._call["inc_lock_ref"](node).delta)
 
     def dec_lock_ref(self, node: Any) -> int:
         """``RadixCache.dec_lock_ref``: change of the evictable size (>= 0)."""
-        return int(self._raw["dec_lock_ref"](node).delta)
+        self._arg[0] = self.sgl.evictable_size()
+        return int(self._call["dec_lock_ref"](node).delta)
 
     def lock(self, node: Any) -> Any:
         """``BasePrefixCache.lock``: a ``TreeLock`` handle for ``unlock``."""
@@ -279,15 +318,23 @@ class SGLangCache(SGLangAdapter):
         ``req_to_token[req.req_pool_idx]``."""
         proxy = LegacyReqProxy(req)
         with self._state:
-            self.sgl.checkpoint(proxy, up_to=up_to)
+            self._call["checkpoint"](proxy, up_to)
         write_back(proxy, req)
 
     def release(self, req: Any, owned_len: int, checkpoint: bool) -> None:
         """``release_kv_cache`` of sglang 0.5.23 (``mem_cache/common.py:400``) for a
         ``RadixCache`` (:func:`~radixbench.cache.sglang.shims.release_kv_cache`): with
-        ``checkpoint`` the class's (untimed) ``checkpoint(req, owned_len)``; free
-        ``req_to_token[row, cache_protected_len:owned_len]``; ``RadixCache.unlock(req.lock)``;
-        free the row. Raises ``RuntimeError`` without a ``ReqToTokenPool``."""
-        final = (lambda: SGLangCache.checkpoint(self, req, owned_len)) if checkpoint else None
-        pool = self.req_to_token_pool
-        release_kv_cache(pool, self.allocator, req, owned_len, final, self.sgl.unlock)
+        ``checkpoint`` the class's ``checkpoint(req, owned_len)`` (on a ``LegacyReqProxy`` made
+        before the timed call; not a row of its own); free ``req_to_token[row,
+        cache_protected_len:owned_len]``; ``RadixCache.unlock(req.lock)``; free the row.
+        Raises ``RuntimeError`` without a ``ReqToTokenPool``."""
+        final = None
+        if checkpoint:
+            proxy, ckpt = LegacyReqProxy(req), self._untimed["checkpoint"]
+
+            def final() -> None:  # the request's last checkpoint, its changes written back
+                ckpt(proxy, owned_len)
+                write_back(proxy, req)
+
+        with self._state:
+            self._call["release"](req, owned_len, final, self.sgl.unlock)

@@ -17,6 +17,7 @@ one call, recorded once; ``release`` runs the final checkpoint inside its row, a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from radixbench.cache.interface import ImplInfo, OpTimer, TreeStats
@@ -52,13 +53,18 @@ def _no_key(*_: Any) -> int:
 
 
 def timed_inner_ops(
-    timer: OpTimer, raw: Mapping[str, Callable[..., Any]], stats: Callable[[], TreeStats]
+    timer: OpTimer,
+    raw: Mapping[str, Callable[..., Any]],
+    stats: Callable[[], TreeStats],
+    feed: Callable[[str], Callable[..., None]] | None = None,
 ) -> dict[str, Callable[..., Any]]:
     """``timer.timed`` wrappers of SGLang's unwrapped :data:`INNER_OPS` ``raw`` (op -> bound
     method), recording ``stats()`` before each call. Arguments and results are SGLang's: the
     key length is ``len(InsertParams.key)`` / ``len(MatchPrefixParams.key)`` (0 for the lock
     calls), the result ``InsertResult.prefix_len``, ``MatchResult.device_prefix_len`` or the
-    lock result's ``delta`` (``None`` counts as 0). Mutates nothing; the caller installs them."""
+    lock result's ``delta`` (``None`` counts as 0). ``feed(op)``: a ``(result, *args)``
+    callable run with the result read (the served cache's shape shadow: outside the timed
+    ns, as the stats read is). Mutates nothing; the caller installs them."""
     inner = {
         "insert": (_params_len, lambda r, *_: int(r.prefix_len)),
         "match_prefix": (_params_len, lambda r, *_: int(r.device_prefix_len)),
@@ -66,9 +72,17 @@ def timed_inner_ops(
         "dec_lock_ref": (_no_key, lambda r, *_: int(r.delta or 0)),
     }
     return {
-        op: timer.timed(op, raw[op], stats, key_len, result)
+        op: timer.timed(op, raw[op], stats, key_len, _fed(result, feed(op)) if feed else result)
         for op, (key_len, result) in inner.items()
     }
+
+
+def _fed(result: Callable[..., int], feed: Callable[..., None]) -> Callable[..., int]:
+    def read(r: Any, *args: Any) -> int:
+        feed(r, *args)
+        return result(r, *args)
+
+    return read
 
 
 def copy_back(proxy: Any, req: Any) -> None:
@@ -85,59 +99,33 @@ def core_calls(
 ) -> dict[str, Callable[..., Any]]:
     """SGLang's calls alone, as ``ServedSGLangCache`` makes them, by op: what a timer wraps,
     so that a row's ns are what sglang 0.5.23 executes for the operation (the adapter's key
-    conversion, shape shadow and state swaps run around them, untimed). ``sgl``: the
+    conversion, shape shadow, state swaps and checks run around them, untimed). ``sgl``: the
     ``UnifiedRadixCache`` (or subclass); ``raw``: its unwrapped :data:`INNER_OPS`; ``shim``:
-    its ``ServedAllocatorShim``. Each takes SGLang's arguments, then what the row records
-    (ignored here):
+    its ``ServedAllocatorShim``. Each takes SGLang's arguments only; no frame of radixbench's
+    runs around SGLang's method but where sglang's own caller has one too (``DirectServed``):
 
     * ``match_prefix(MatchPrefixParams)`` -> ``(MatchResult, path_device_indices(last
       device node)[:device_prefix_len])`` (the indices as ``prefix_device_indices`` reads them);
-    * ``insert(InsertParams, key_len)`` -> ``InsertResult``;
-    * ``evict(EvictParams)`` -> ``evict_for_alloc``'s ``EvictResult``;
-    * ``inc_lock_ref(node, evictable_before)``, ``dec_lock_ref(node, receipt,
-      evictable_before)`` -> SGLang's results;
+    * ``insert(InsertParams)``, ``evict(EvictParams)`` (``evict_for_alloc``),
+      ``inc_lock_ref(node)``, ``dec_lock_ref(node, receipt)``: SGLang's bound methods;
     * ``checkpoint(proxy, up_to)``: ``checkpoint(proxy, up_to=up_to)`` in one free group;
-    * ``release(req, owned_len, proxy)``: ``shims.release_kv_cache`` on ``pool`` (the
-      ``ReqToTokenPool``) and the allocator, with the final checkpoint on ``proxy`` (a
-      ``ServedReqProxy`` of the finished ``req``; None: no checkpoint) and SGLang's
-      ``unlock``."""
-    match, ins, evict_for_alloc = raw["match_prefix"], raw["insert"], sgl.evict_for_alloc
-    inc, dec, path = raw["inc_lock_ref"], raw["dec_lock_ref"], sgl.path_device_indices
+    * ``release(req, owned_len, final, unlock)``: ``shims.release_kv_cache`` on ``pool`` (the
+      ``ReqToTokenPool``) and the allocator (``final``: the request's final checkpoint or
+      None, ``unlock``: SGLang's ``unlock``)."""
+    match, path = raw["match_prefix"], sgl.path_device_indices
 
     def match_prefix(params: Any) -> tuple[Any, Any]:
         r = match(params)
         return r, path(r.last_device_node)[: r.device_prefix_len]
 
-    def insert(params: Any, key_len: int) -> Any:
-        return ins(params)
-
-    def inc_lock_ref(node: Any, before: int) -> Any:
-        return inc(node)
-
-    def dec_lock_ref(node: Any, receipt: Any, before: int) -> Any:
-        return dec(node, receipt)
-
     def checkpoint(proxy: Any, up_to: int) -> None:
         with shim.group():
             sgl.checkpoint(proxy, up_to=up_to)
 
-    def unlock(lock: Any) -> None:
-        if getattr(lock, "_radixbench_released", False):
-            raise RuntimeError("unlock: this lock was already released")
-        sgl.unlock(lock)
-        if lock is not None:
-            lock._radixbench_released = True
-
-    def release(req: Any, owned_len: int, proxy: Any) -> None:
-        def final() -> None:
-            checkpoint(proxy, owned_len)
-            copy_back(proxy, req)
-
-        release_kv_cache(pool, shim.allocator, req, owned_len, final if proxy else None, unlock)
-
-    return {"match_prefix": match_prefix, "insert": insert, "evict": evict_for_alloc,
-            "inc_lock_ref": inc_lock_ref, "dec_lock_ref": dec_lock_ref,
-            "checkpoint": checkpoint, "release": release}  # fmt: skip
+    return {"match_prefix": match_prefix, "insert": raw["insert"], "evict": sgl.evict_for_alloc,
+            "inc_lock_ref": raw["inc_lock_ref"], "dec_lock_ref": raw["dec_lock_ref"],
+            "checkpoint": checkpoint,
+            "release": partial(release_kv_cache, pool, shim.allocator)}  # fmt: skip
 
 
 def timed_core_calls(
@@ -145,26 +133,31 @@ def timed_core_calls(
     calls: Mapping[str, Callable[..., Any]],
     stats: Callable[[], TreeStats],
     evictable_size: Callable[[], int],
+    arg: list[int],
 ) -> dict[str, Callable[..., Any]]:
     """:func:`core_calls` ``calls`` wrapped by ``timer`` with radixbench's row semantics
     (``timing.time_standard_ops``): key length = the tokens of the key (``insert``: before
-    page alignment), asked tokens (``evict``), ``up_to`` (``checkpoint``), 0 (locks);
-    result = matched / already-cached / evicted tokens, the change of ``evictable_size()``
-    (locks), 0 (``checkpoint``)."""
+    page alignment, ``arg[0]``), asked tokens (``evict``), ``up_to`` (``checkpoint``),
+    ``owned_len`` (``release``), 0 (locks); result = matched / already-cached / evicted
+    tokens, the change of ``evictable_size()`` from ``arg[0]`` (locks), 0 (``checkpoint``,
+    ``release``). ``arg``: set by the caller before an ``insert`` or a lock call (a side
+    channel, so that the timed callable is SGLang's own method)."""
     t = timer.timed
+
+    def lock_delta(*_: Any) -> int:
+        return int(evictable_size() - arg[0])
+
     return {
         "match_prefix": t("match_prefix", calls["match_prefix"], stats, _params_len,
                           lambda r, *_: int(r[0].device_prefix_len)),
-        "insert": t("insert", calls["insert"], stats, lambda p, n: n,
+        "insert": t("insert", calls["insert"], stats, lambda p: arg[0],
                     lambda r, *_: int(r.prefix_len)),
         "evict": t("evict", calls["evict"], stats, lambda p: int(p.num_tokens),
                    lambda r, *_: int(r.num_tokens_evicted)),
-        "inc_lock_ref": t("inc_lock_ref", calls["inc_lock_ref"], stats, _no_key,
-                          lambda r, node, before: int(evictable_size() - before)),
-        "dec_lock_ref": t("dec_lock_ref", calls["dec_lock_ref"], stats, _no_key,
-                          lambda r, node, receipt, before: int(evictable_size() - before)),
+        "inc_lock_ref": t("inc_lock_ref", calls["inc_lock_ref"], stats, _no_key, lock_delta),
+        "dec_lock_ref": t("dec_lock_ref", calls["dec_lock_ref"], stats, _no_key, lock_delta),
         "checkpoint": t("checkpoint", calls["checkpoint"], stats, lambda p, up_to: up_to,
                         lambda *_: 0),
-        "release": t("release", calls["release"], stats, lambda r, owned, p: owned,
+        "release": t("release", calls["release"], stats, lambda r, owned, *_: owned,
                      lambda *_: 0),
     }  # fmt: skip

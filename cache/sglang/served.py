@@ -55,6 +55,7 @@ from radixbench.cache.sglang.shims import (
     ServedAllocatorShim,
     ServedReqProxy,
     sglang_key,
+    write_back,
 )
 from radixbench.cache.sglang.tree_core import built_core
 
@@ -130,19 +131,21 @@ class ServedSGLangCache(SGLangAdapter):
         #: node -> the receipts of its ``inc_lock_ref`` calls (a unified lock is released with
         #: its receipt, not the node alone)
         self._receipts: dict[int, list[Any]] = {}
-        #: SGLang's own methods, unwrapped (what the adapter's methods call), and what the
-        #: cache's calls on itself go through (``instrument`` times them)
+        #: SGLang's own methods, unwrapped (what the adapter's methods call; the cache's
+        #: calls on itself go through the tree's hooks, timed once instrumented)
         self._raw = {op: getattr(self.sgl, op) for op in INNER_OPS}
-        self._inner: dict[str, Callable[..., Any]] = dict(self._raw)
         use_shadow = self.rust if shadow is None else shadow
         full = m["ct"].ComponentType.FULL
         tiered = config.hicache is not None
         self.tree = ServedTree(self.sgl, full, self.rust, self._state, use_shadow, tiered)
-        self.tree.hook(self._inner)
+        self.tree.hook(self._raw)
         #: SGLang's calls alone, by op (what ``instrument`` times: the adapter's key and
         #: result conversions, shadow and state swaps run around them, untimed)
         self._sgl_calls = core_calls(self.sgl, self._raw, self._alloc_shim, req_to_token_pool)
         self._call: dict[str, Callable[..., Any]] = dict(self._sgl_calls)
+        #: what a row of ``insert`` / a lock call records besides SGLang's arguments (the
+        #: key's length, the evictable size before), set before the call
+        self._arg = [0]
 
     # ------------------------------------------------------------------ plumbing
     def _key(self, key: RadixKey, copy: bool = False) -> Any:
@@ -196,16 +199,19 @@ class ServedSGLangCache(SGLangAdapter):
 
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around SGLang's calls alone (``report.timed_core_calls``: the
-        adapter's conversions, shadow and state swaps stay outside; inside ``release`` and
-        inside SGLang's calls they run under ``timer.untimed``) and around SGLang's own
-        ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as the cache calls
-        them on itself (one row per logical operation: :mod:`radixbench.cache.sglang.report`).
-        Mutates this adapter (its ``_call`` and ``_inner`` tables, ``release``)."""
+        adapter's conversions, shadow, checks and state swaps stay outside) and around SGLang's
+        own ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` as the cache
+        calls them on itself (one row per logical operation:
+        :mod:`radixbench.cache.sglang.report`), installed on the instance as SGLang's code
+        calls them (``ServedTree.install``: the shadow is fed in the timer's stats and result
+        reads, outside every timed ns). What stays inside a timed call and is not SGLang's:
+        the timer's own frame around each nested call, ``dec_lock_ref``'s keyword shim and one
+        frame per eviction victim (the victim hook), measured by ``bench served``'s adapter
+        case. Mutates this adapter (its ``_call`` table) and the SGLang instance."""
         self._call = timed_core_calls(
-            timer, self._sgl_calls, self.tree_stats, self.sgl.evictable_size
+            timer, self._sgl_calls, self.tree_stats, self.sgl.evictable_size, self._arg
         )
-        self._inner.update(timed_inner_ops(timer, self._raw, self.tree_stats))
-        self.tree.untimed = timer.untimed
+        self.tree.install(timed_inner_ops(timer, self._raw, self.tree_stats, self.tree.feed))
 
     # ------------------------------------------------------------------ tree
     def match_prefix(self, key: RadixKey) -> MatchResult:
@@ -232,7 +238,8 @@ class ServedSGLangCache(SGLangAdapter):
         params = self._insert_params(key, value, priority, inserted_len)
         with self._state:
             self.tree.sync()
-            r = self._call["insert"](params, len(key))
+            self._arg[0] = len(key)
+            r = self._call["insert"](params)
             self.tree.on_node(r.last_device_node)
         return int(r.prefix_len)
 
@@ -254,21 +261,21 @@ class ServedSGLangCache(SGLangAdapter):
         the allocator has ``num_tokens`` more free slots (or nothing evictable is left), freeing
         the victims' slots through it; returns the tokens evicted and the victims' ids (radixbench
         numbering) in order."""
-        victims: list[int] = []
-        self.tree.victims = victims
         params = self._Evict(num_tokens=num_tokens)
+        self.tree.victims.clear()
         with self._state:
             self.tree.sync()
             r = self._call["evict"](params)
+        victims = self.tree.take_victims()
         return EvictResult(int(r.num_tokens_evicted), [self.tree.node_id(v) for v in victims])
 
     def inc_lock_ref(self, node: Any) -> int:
         """``UnifiedRadixCache.inc_lock_ref``; keeps the receipt for ``dec_lock_ref``. Change of
         the evictable size."""
-        before = self.sgl.evictable_size()
+        before = self._arg[0] = self.sgl.evictable_size()
         with self._state:
             self.tree.sync()
-            r = self._call["inc_lock_ref"](node, before)
+            r = self._call["inc_lock_ref"](node)
         self.tree.on_lock(node, 1)
         self._receipts.setdefault(int(node), []).append(r.to_dec_params())
         return int(self.sgl.evictable_size() - before)
@@ -280,10 +287,10 @@ class ServedSGLangCache(SGLangAdapter):
         receipts = self._receipts.get(int(node))
         if not receipts:
             raise RuntimeError(f"dec_lock_ref: node {self.node_id(node)} is not locked here")
-        before = self.sgl.evictable_size()
+        before = self._arg[0] = self.sgl.evictable_size()
         with self._state:
             self.tree.sync()
-            self._call["dec_lock_ref"](node, receipts.pop(), before)
+            self._call["dec_lock_ref"](node, receipts.pop())
         self.tree.on_lock(node, -1)
         return int(self.sgl.evictable_size() - before)
 
@@ -321,10 +328,24 @@ class ServedSGLangCache(SGLangAdapter):
         """``release_kv_cache`` (``common.py:400-444``) for a FULL tree
         (:func:`~radixbench.cache.sglang.shims.release_kv_cache`): with ``checkpoint`` the final
         checkpoint (``req.finished()`` true; not a row of its own, as radixbench's helper);
-        free a copy of ``req_to_token[row, cache_protected_len:owned_len]``; unlock; free the
-        row. The request's proxy is made before the timed call. Raises ``RuntimeError``
-        without a ``ReqToTokenPool``."""
-        proxy = ServedReqProxy(req, True) if checkpoint else None
+        free a copy of ``req_to_token[row, cache_protected_len:owned_len]``; SGLang's
+        ``unlock``; free the row. The request's proxy and the lock's check are made before the
+        timed call; afterwards the lock ``req`` held is marked released (the adapter's
+        ``unlock`` refuses it). Raises ``RuntimeError`` without a ``ReqToTokenPool``, or when
+        ``req``'s lock was released already (nothing is changed then)."""
+        lock = req.lock
+        if getattr(lock, "_radixbench_released", False):
+            raise RuntimeError("release: the request's lock was already released")
+        final = None
+        if checkpoint:
+            proxy, ckpt = ServedReqProxy(req, True), self._sgl_calls["checkpoint"]
+
+            def final() -> None:  # the request's last checkpoint, its changes written back
+                ckpt(proxy, owned_len)
+                write_back(proxy, req)
+
         with self._state:
             self.tree.sync()
-            self._call["release"](req, owned_len, proxy)
+            self._call["release"](req, owned_len, final, self.sgl.unlock)
+        if lock is not None:
+            lock._radixbench_released = True

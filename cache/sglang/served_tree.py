@@ -49,9 +49,6 @@ class ServedTree:
         self.victims: list[int] = []
         #: HiCache: load-back nodes not yet on the device (:meth:`settle`)
         self.loading: set[int] = set()
-        #: runs the shadow's bookkeeping inside SGLang's calls (the adapter sets the timer's
-        #: ``untimed`` when instrumented, so the shadow is not timed as SGLang's work)
-        self.untimed: Callable[..., Any] = _call
         self.renumber()
         self.shadow = TreeShadow(self.core, full, self.root, tiered) if shadow else None
 
@@ -68,48 +65,83 @@ class ServedTree:
 
     def hook(self, ops: Mapping[str, Callable[..., Any]]) -> None:
         """Route the calls SGLang's cache makes on itself (its ``checkpoint``, ``lock``,
-        ``unlock``...) through ``ops`` (op -> callable, looked up at every call: the adapter's
-        timing replaces entries), feeding the shadow; and record eviction victims. Mutates the
-        SGLang instance's ``insert`` / ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` /
-        ``_evict_device_leaf`` attributes."""
+        ``unlock``...) through ``ops`` (op -> callable: SGLang's own methods), feeding the
+        shadow; and record eviction victims. Mutates the SGLang instance's ``insert`` /
+        ``match_prefix`` / ``inc_lock_ref`` / ``dec_lock_ref`` / ``_evict_device_leaf``
+        attributes. :meth:`install` replaces the four with timed calls."""
         for op in ops:
-            setattr(self.sgl, op, self._logged(op, ops))
+            setattr(self.sgl, op, self._logged(op, ops[op]))
         evict_leaf = self.sgl._evict_device_leaf
+        victim = self.victims.append
 
-        def _evict_device_leaf(node_id: int, tracker: Any) -> Any:
-            self.victims.append(node_id)
-            if self.shadow is not None:
-                self.shadow.on_evict(node_id)
-            return evict_leaf(node_id, tracker)
+        # Inside SGLang's timed ``evict``: one frame and two appends per victim (the
+        # shadow's event queue is never rebound, :meth:`TreeShadow.sync`)
+        if self.shadow is None:
+
+            def _evict_device_leaf(node_id: int, tracker: Any) -> Any:
+                victim(node_id)
+                return evict_leaf(node_id, tracker)
+
+        else:
+            queue = self.shadow.queue.append
+
+            def _evict_device_leaf(node_id: int, tracker: Any) -> Any:
+                victim(node_id)
+                queue(("evict", node_id, 0))
+                return evict_leaf(node_id, tracker)
 
         self.sgl._evict_device_leaf = _evict_device_leaf
 
-    def _logged(self, op: str, ops: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
-        """SGLang's call ``op`` on itself through ``ops``; with a shadow, its queued events are
-        applied first (under :attr:`untimed`: the shadow's work is not SGLang's) and the
-        call's own queued after (O(1))."""
+    def take_victims(self) -> list[int]:
+        """The core's ids of the leaves evicted since the last call, in order; empties the
+        list (which the victim hook appends to: it is never rebound)."""
+        out = self.victims[:]
+        self.victims.clear()
+        return out
+
+    def feed(self, op: str) -> Callable[..., None]:
+        """What the shadow learns from SGLang's call ``op`` (one of ``INNER_OPS``), as
+        ``feed(result, *args)``: the last node of an ``insert`` / ``match_prefix``, the lock
+        change of an ``inc_lock_ref`` / ``dec_lock_ref`` on ``args[0]``; nothing without a
+        shadow. O(1) (queued)."""
         shadow = self.shadow
         if shadow is None:
-
-            def plain(*args: Any, **kwargs: Any) -> Any:
-                if kwargs:  # the timer passes positional arguments only; SGLang's keyword
-                    args = (*args, *kwargs.values())  # arguments here are the trailing ones
-                return ops[op](*args)
-
-            return plain
-        node_op = op == "insert" or op == "match_prefix"
+            return _nothing
+        if op == "insert" or op == "match_prefix":
+            return lambda r, *_: shadow.on_node(int(r.last_device_node))
         delta = 1 if op == "inc_lock_ref" else -1
+        return lambda r, node, *_: shadow.on_lock(int(node), delta)
+
+    def install(self, timed: Mapping[str, Callable[..., Any]]) -> None:
+        """Make ``timed`` (op -> a timer's wrapper of SGLang's own method, whose stats read
+        syncs the shadow and whose result read runs :meth:`feed`, both outside the timed ns)
+        the SGLang instance's ``INNER_OPS`` attributes, called by SGLang's code directly: no
+        frame of radixbench's inside the timed parent call but the timer's own, and for
+        ``dec_lock_ref`` one that passes ``unlock``'s keyword ``skip_swa`` on by position (the
+        timer takes positional arguments). Mutates the instance's four attributes."""
+        for op, fn in timed.items():
+            setattr(self.sgl, op, fn)
+        dec = timed["dec_lock_ref"]
+
+        def dec_lock_ref(node_id: Any, params: Any, skip_swa: bool = False) -> Any:
+            return dec(node_id, params, skip_swa)
+
+        self.sgl.dec_lock_ref = dec_lock_ref
+
+    def _logged(self, op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """SGLang's call ``op`` (``fn``) on itself; with a shadow, its queued events are
+        applied first and the call's own queued after (O(1)). Untimed runs only (an
+        instrumented adapter :meth:`install` s timed calls instead)."""
+        shadow = self.shadow
+        if shadow is None:
+            return fn
+        feed = self.feed(op)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if shadow.queue:
-                self.untimed(shadow.sync)
-            if kwargs:
-                args = (*args, *kwargs.values())
-            r = ops[op](*args)
-            if node_op:
-                shadow.on_node(int(r.last_device_node))
-            else:
-                shadow.on_lock(int(args[0]), delta)
+                shadow.sync()
+            r = fn(*args, **kwargs)
+            feed(r, *args)
             return r
 
         return call
@@ -180,5 +212,5 @@ class ServedTree:
         return int(self.core.node_by_id(int(node)).component_data[self.full].lock_ref)
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args)
+def _nothing(*_: Any) -> None:
+    return None

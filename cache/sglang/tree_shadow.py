@@ -13,7 +13,11 @@ keeps them from what the core does report, through the backend-neutral interface
   existing child ``X`` of its parent is the upper half of a split of ``X`` (a split keeps the
   child's id for the lower half and copies its lock, ``unified_tree_core.py:_split_node``), any
   other new node is a new leaf;
-* locks: every ``inc_lock_ref`` / ``dec_lock_ref`` adds +1 / -1 along the node's root path;
+* locks: every ``inc_lock_ref`` / ``dec_lock_ref`` adds +1 / -1 to the node's own count (a
+  node's ``lock_ref`` in the core is the sum over its subtree, and a leaf's subtree is itself:
+  an evictable leaf is one with no locks of its own, O(1) per lock; :meth:`lock_count` sums
+  the subtree); with HiCache (``tiered``) along its root path, as the core counts (a locked
+  node may not be on the device yet);
 * evictions: every victim leaves its parent (found by wrapping the cache's
   ``_evict_device_leaf``, ``unified_radix_cache.py:918``).
 
@@ -61,7 +65,10 @@ class TreeShadow:
         self.first: dict[int, int] = {}
         self.lock: dict[int, int] = {root: 1}
         self.evictable: set[int] = set()
-        self.queue: list[tuple[str, int, int]] = []
+        #: events not applied yet; one list for the shadow's life (cleared, never rebound: the
+        #: eviction hook holds its ``append``)
+        self.queue: list[tuple[str, int, int]] = getattr(self, "queue", [])
+        self.queue.clear()
         #: HiCache: locks of nodes not on the device yet (a load back), until they join
         self.pending_lock: dict[int, int] = {}
         #: the first node id :meth:`discover` probes
@@ -81,7 +88,10 @@ class TreeShadow:
 
     def sync(self) -> None:
         """Apply the queued events in order (queries the core for new nodes)."""
-        queue, self.queue = self.queue, []
+        if not self.queue:
+            return
+        queue = self.queue[:]
+        self.queue.clear()
         for kind, node, delta in queue:
             if kind == "node":
                 self._add_path(node)
@@ -121,17 +131,23 @@ class TreeShadow:
                 self.kids[node] = {}
                 self.lock[node] = self.pending_lock.pop(node, 0)
                 self._refresh(parent)
-            else:  # the upper half of a split of ``old``
+            else:  # the upper half of a split of ``old`` (its own locks: none; tiered: old's)
                 new_first = self._first_slot(old)
                 self.kids[node] = {new_first: old}
                 self.parent[old] = node
                 self.first[old] = new_first
-                self.lock[node] = self.lock[old]
+                self.lock[node] = self.lock[old] if self.tiered else 0
             self._refresh(node)
 
     def _lock(self, node: int, delta: int) -> None:
         if node not in self.lock:  # locked inside the call that made it (a HiCache backup)
             self._add_path(node)
+        if not self.tiered:  # the node's own count (module docstring)
+            self.lock[node] += delta
+            if self.lock[node] < 0:
+                raise RuntimeError(f"shadow: lock count of node {node} went negative")
+            self._refresh(node)
+            return
         if node not in self.lock:  # HiCache: a node being loaded back, not on the device yet
             (path,) = self.core.collect_path_info([node])
             node = self.root  # the path lists the root's descendants only
@@ -198,8 +214,17 @@ class TreeShadow:
         return len(self.parent), len(self.evictable)
 
     def lock_count(self, node: int) -> int:
+        """The core's ``lock_ref`` of ``node``: the locks of its subtree (tiered: kept per
+        node). O(subtree)."""
         self.sync()
-        return self.lock[node]
+        if self.tiered:
+            return self.lock[node]
+        total, stack = 0, [node]
+        while stack:
+            n = stack.pop()
+            total += self.lock[n]
+            stack.extend(self.kids[n].values())
+        return total
 
     def walk(self, node_id: Callable[[int], int]) -> Iterator[tuple[int, int]]:
         """``(id, parent id)`` depth first, children in order, ids mapped by ``node_id``."""

@@ -6,8 +6,10 @@
 ``shortest-queue``         fewest in-flight requests (gateway min-load tie-break)
 ``shortest-queue-tokens``  fewest in-flight tokens
 ``power-of-two``           the less loaded of two random instances (KV usage or requests)
-``cache-aware``            SGLang router / model gateway ``cache_aware`` (approximate tree)
-``precise``                llm-d precise prefix-cache scorer or Dynamo cost (KV events)
+``cache-aware``            SGLang model gateway (SMG) ``cache_aware``: approximate tree, or
+                           its hash index, or its event-driven mode (options)
+``precise``                llm-d precise prefix-cache scorer (KV events)
+``dynamo-kv``              NVIDIA Dynamo's KV router cost and temperature (KV events)
 ``oracle``                 longest resident prefix under a load cap (KV events; reference)
 ========================= ==================================================================
 
@@ -15,7 +17,9 @@ Each policy is a class with ``name``, ``needs_tokens``, ``needs_events``, an ``O
 frozen dataclass (every option a field with its documented default) and a constructor
 ``(n instances, options, seed, page_size)`` (:class:`~radixbench.cluster.routers.base.Router`).
 :func:`router_options` builds the options from TOML values or ``--router-option`` text with
-one-line errors naming where they came from; :func:`make_router` builds a router.
+one-line errors naming where they came from; :func:`make_router` builds a router;
+:func:`needs_events` says whether a router with given options reads KV events. Runs put every
+policy behind :class:`~radixbench.cluster.routers.gateway.Gateways` (one or many gateways).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from radixbench.cluster.routers.base import ClusterView, Router, RouteRequest
 from radixbench.cluster.routers.cache_aware import CacheAware
+from radixbench.cluster.routers.dynamo_kv import DynamoKv
 from radixbench.cluster.routers.load import (
     PowerOfTwo,
     RandomRouter,
@@ -44,6 +49,7 @@ __all__ = [
     "Router",
     "RouterError",
     "make_router",
+    "needs_events",
     "router_options",
 ]
 
@@ -58,6 +64,7 @@ ROUTERS: dict[str, Any] = {
         PowerOfTwo,
         CacheAware,
         Precise,
+        DynamoKv,
         Oracle,
     )
 }
@@ -115,3 +122,9 @@ def make_router(name: str, n: int, options: Any, seed: int, page_size: int) -> R
     cls = ROUTERS[name]
     router: Router = cls(n, options if options is not None else cls.Options(), seed, page_size)
     return router
+
+
+def needs_events(name: str, options: Any) -> bool:
+    """Whether router ``name`` with ``options`` (its ``Options``) reads KV events (a class
+    flag, or ``cache-aware``'s ``kv_events`` option)."""
+    return bool(ROUTERS[name].needs_events or getattr(options, "kv_events", False))

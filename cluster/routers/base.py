@@ -8,6 +8,12 @@ what an engine's load report gives (waiting queue, running batch, KV use: llm-d'
 KV-utilisation scorers, Dynamo's active blocks). Routers fed by KV events
 (``needs_events``) also get every delivered batch through ``on_events``; ``on_finish`` tells a
 router that a request it routed has completed (SGLang router's ``on_request_complete``).
+
+The view a policy gets is its gateway's (:class:`~radixbench.cluster.routers.gateway.
+GatewayView`): ``eligible`` lists the instances the gateway may route to (healthy, in index
+order: SMG's ``get_healthy_worker_indices``) and the load counts are that gateway's own. A
+policy returns :data:`SHED` when it refuses the request (no eligible instance: the gateway
+answers 503), which the run records as rejected.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["ClusterView", "RouteRequest", "Router", "least_loaded"]
+__all__ = ["SHED", "ClusterView", "RouteRequest", "Router", "least_loaded"]
+
+#: What ``route`` returns for a request the gateway refuses (no instance serves it).
+SHED = -1
 
 
 @dataclass(slots=True)
@@ -37,9 +46,11 @@ class ClusterView(Protocol):
     """The instances as the router knows them at the moment of a decision (index ``i`` in
     ``range(n)``). ``outstanding[i]``: requests routed to ``i`` and not yet finished (the
     gateway's ``worker.load()``); ``outstanding_tokens[i]``: their input + output tokens;
-    ``processed[i]``: requests routed to ``i`` so far."""
+    ``processed[i]``: requests routed to ``i`` so far; ``eligible``: the instances that may be
+    chosen now (healthy), ascending."""
 
     n: int
+    eligible: list[int]
     outstanding: list[int]
     outstanding_tokens: list[int]
     processed: list[int]
@@ -97,7 +108,9 @@ def least_loaded(view: ClusterView, candidates: Sequence[int] | None = None) -> 
     """The instance with the fewest outstanding requests, ties by fewer requests processed,
     then by lower index: the gateway's min-load pick with its ``(load, processed, idx)``
     tie-break (lightseekorg/smg ``model_gateway/src/policies/cache_aware.rs:781-797`` @73da68c,
-    #1714). ``candidates``: restrict to these (default: all)."""
+    #1714). ``candidates``: restrict to these (default: the eligible ones; none: :data:`SHED`)."""
     load, done = view.outstanding, view.processed
-    pool = range(view.n) if candidates is None else candidates
+    pool = view.eligible if candidates is None else candidates
+    if not pool:
+        return SHED
     return min(pool, key=lambda i: (load[i], done[i], i))

@@ -59,6 +59,11 @@ class BlockIndex:
                             del holders[h]
                 self.blocks[instance] = 0
 
+    def size(self) -> int:
+        """Blocks held over all instances (SMG's ``current_size``: > 0 turns on event-driven
+        cache-aware routing)."""
+        return sum(self.blocks)
+
     def prefix_blocks(self, ids: Sequence[int]) -> list[int]:
         """Per instance, how many leading blocks of ``ids`` it holds."""
         out = [0] * self.n

@@ -7,8 +7,9 @@ drawn at random, the lower load wins, the first drawn on ties; load = the backen
 usage when both report it, else in-flight requests). ``shortest-queue`` is the gateway's min-load
 pick (``least_loaded``: in-flight requests, ties by requests processed, then index), the
 load-only routing of the comparisons; ``shortest-queue-tokens`` weighs the in-flight requests
-by their input + output tokens. Random draws come from one ``numpy.random.Generator`` seeded
-by the run (deterministic).
+by their input + output tokens. Each picks among the eligible (healthy) instances of its view,
+as SMG's policies among ``get_healthy_worker_indices``, and sheds the request when there is none.
+Random draws come from one ``numpy.random.Generator`` seeded by the run (deterministic).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from radixbench.cluster.routers.base import ClusterView, RouteRequest, least_loaded
+from radixbench.cluster.routers.base import SHED, ClusterView, RouteRequest, least_loaded
 
 __all__ = ["PowerOfTwo", "RandomRouter", "RoundRobin", "ShortestQueue", "ShortestQueueTokens"]
 
@@ -44,7 +45,7 @@ class _Blind:
 
 
 class RoundRobin(_Blind):
-    """Instances in turn, 0, 1, ..., n-1, 0, ..."""
+    """Instances in turn: a counter modulo the eligible instances (``round_robin.rs:28-44``)."""
 
     name = "round-robin"
     Options = NoOptions
@@ -53,7 +54,10 @@ class RoundRobin(_Blind):
         self.count = 0
 
     def route(self, req: RouteRequest, view: ClusterView) -> int:
-        i = self.count % view.n
+        elig = view.eligible
+        if not elig:
+            return SHED
+        i = elig[self.count % len(elig)]
         self.count += 1
         return i
 
@@ -68,7 +72,8 @@ class RandomRouter(_Blind):
         self.rng = np.random.default_rng(seed)
 
     def route(self, req: RouteRequest, view: ClusterView) -> int:
-        return int(self.rng.integers(view.n))
+        elig = view.eligible
+        return elig[int(self.rng.integers(len(elig)))] if elig else SHED
 
 
 class ShortestQueue(_Blind):
@@ -97,7 +102,7 @@ class ShortestQueueTokens(_Blind):
 
     def route(self, req: RouteRequest, view: ClusterView) -> int:
         tok, load = view.outstanding_tokens, view.outstanding
-        return min(range(view.n), key=lambda i: (tok[i], load[i], i))
+        return min(view.eligible, key=lambda i: (tok[i], load[i], i), default=SHED)
 
 
 @dataclass(frozen=True)
@@ -123,11 +128,12 @@ class PowerOfTwo(_Blind):
         self.kv = options.metric == "kv_usage"
 
     def route(self, req: RouteRequest, view: ClusterView) -> int:
-        n = view.n
-        if n == 1:
-            return 0
+        elig = view.eligible
+        n = len(elig)
+        if n <= 1:
+            return elig[0] if elig else SHED
         a = int(self.rng.integers(n))
-        b = (a + 1 + int(self.rng.integers(n - 1))) % n
+        a, b = elig[a], elig[(a + 1 + int(self.rng.integers(n - 1))) % n]
         if self.kv:
             la, lb = view.kv_usage(a), view.kv_usage(b)
             return a if la <= lb else b

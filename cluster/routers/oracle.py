@@ -2,10 +2,10 @@
 
 An upper reference, not a deployable policy: it reads every instance's KV events with no delay
 and no loss (each instance's tree as of its last completed scheduler step) and routes to the
-instance holding the most leading blocks of the request among those whose outstanding requests
-are within ``slack`` of the least loaded (the cap that keeps it from piling everything on one
-instance); ties, and a request no candidate holds any block of, go to the least loaded
-candidate (``least_loaded``). The report's regret of a router is measured against it.
+instance holding the most leading blocks of the request among the eligible (healthy) ones whose
+outstanding requests are within ``slack`` of the least loaded (the cap that keeps it from piling
+everything on one instance); ties, and a request no candidate holds any block of, go to the
+least loaded candidate (``least_loaded``). The report's regret of a router is measured against it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radixbench.cluster.routers.base import ClusterView, RouteRequest, least_loaded
+from radixbench.cluster.routers.base import SHED, ClusterView, RouteRequest, least_loaded
 from radixbench.cluster.routers.block_index import BlockIndex
 from radixbench.cluster.routers.page_hash import engine_block_ids
 
@@ -54,8 +54,11 @@ class Oracle:
         pass
 
     def route(self, req: RouteRequest, view: ClusterView) -> int:
-        cap = min(view.outstanding) + self.slack
-        cands = [i for i in range(view.n) if view.outstanding[i] <= cap]
+        if not view.eligible:
+            self.predicted_tokens = -1
+            return SHED
+        cap = min(view.outstanding[i] for i in view.eligible) + self.slack
+        cands = [i for i in view.eligible if view.outstanding[i] <= cap]
         held = self.index.prefix_blocks(engine_block_ids(req.tokens, self.page))
         best = max(held[i] for i in cands)
         self.predicted_tokens = best * self.page

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     targets = b.add_subparsers(
         dest="target",
-        metavar="{cache,alloc,sim,served,cluster}",
+        metavar="{cache,alloc,sim,served,cluster,peers}",
         required=True,
         parser_class=Parser,
     )
@@ -121,6 +121,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instance counts, each a run of the whole trace",
     )
     c.add_argument("--router", default="cache-aware", help="the routing policy")
+    p = targets.add_parser(
+        "peers",
+        formatter_class=fmt,
+        help="against NVIDIA Dynamo's mocker on the same trace: CPU, RSS, hit rates, ratios",
+    )
+    p.set_defaults(func=run)
+    p.add_argument("--cases", default="abcde", help="which of the cases a-e to run")
+    p.add_argument("--reps", type=positive_int, default=1, help="alternating runs per case")
+    p.add_argument(
+        "--quick", action="store_true", help="200 requests per case: a smoke test (a minute)"
+    )
+    p.add_argument(
+        "--mocker",
+        type=Path,
+        metavar="PYTHON",
+        help="the Python of the mocker's venv (default: .peers/dynamo from `make peers`)",
+    )
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write its section here")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_sim(args)
     if args.target == "cluster":
         return _run_cluster(args)
+    if args.target == "peers":
+        return _run_peers(args)
     if args.target == "alloc":
         return _run_alloc(args)
     if args.target == "served":
@@ -291,4 +311,43 @@ def _run_cluster(args: argparse.Namespace) -> int:
         raise UsageError(f"--instances: counts must be >= 1, got {','.join(args.instances)}")
     result = run_cluster_bench(args.requests, counts, args.router, SCENARIO_REQUESTS)
     print(result.table())
+    return 0
+
+
+def _run_peers(args: argparse.Namespace) -> int:
+    """``bench peers``: each case printed as it ends, the targets' status, the calibration
+    figure; ``--markdown``: its section of the file. Without the mocker's venv radixbench's
+    side runs alone (the ratios say so)."""
+    from radixbench.bench.benchmarks_md import write_section
+    from radixbench.bench.peers import CASES, machine, mocker_python, run_peers
+    from radixbench.bench.peers_report import END, START, markdown
+
+    keys = args.cases.strip().lower()
+    bad = sorted(set(keys) - {c.key for c in CASES})
+    if bad or not keys:
+        raise UsageError(f"--cases: expected letters of abcde, got {args.cases!r}")
+    mocker = args.mocker or mocker_python()
+    if mocker is not None and not Path(mocker).is_file():
+        raise UsageError(f"--mocker: no such file {mocker}")
+    print(f"machine: {machine()}", flush=True)
+    cal = _calibrate()
+    notes = []
+    if mocker is None:
+        notes.append("mocker: not installed (make peers): radixbench's side only")
+        print(notes[-1], flush=True)
+    blocks: list[str] = []
+
+    def echo(text: str) -> None:
+        blocks.append(text + "\n")
+        print(text + "\n", flush=True)
+
+    try:
+        run_peers(keys, args.reps, args.quick, mocker, echo)
+    except RuntimeError as exc:
+        print(f"error: bench peers: {exc}", file=sys.stderr)
+        return 1
+    if args.markdown:
+        cmd = "make bench" if not args.quick else "radixbench bench peers --quick"
+        write_section(args.markdown, markdown(blocks, cal, machine(), cmd, notes), START, END)
+        print(f"wrote the Against NVIDIA Dynamo's mocker section of {args.markdown}")
     return 0

@@ -215,7 +215,8 @@ def _print_cluster(outcome: CompareOutcome) -> None:
         "overloaded_instances",
     ]  # fmt: skip
     routers = report["routers"]
-    print(text_table(routers, cols))
+    # each row named as the reports name it: "cache-aware, 8 gateways" beside "..., 1 gateway"
+    print(text_table(routers.assign(router=routers["label"]), cols))
     print(f"\nscenario: {outcome.meta.scenario}")
     ceil = outcome.meta.hit_rate_ceiling or {}
     best = float(routers["prefix_hit_rate"].max()) if len(routers) else float("nan")

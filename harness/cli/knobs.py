@@ -226,6 +226,14 @@ KNOBS: tuple[Knob, ...] = (
          "run)", action="store_true", when="simulation", group=_CLUSTER),
     Knob("--couple-router-time", None, "the router's measured decision time delays each "
          "request (enters TTFT)", action="store_true", when="simulation", group=_CLUSTER),
+    Knob("--gateways", None, "router replicas the requests spread over (seeded), one variant "
+         "per count (default 1)", metavar="G[,G...]", when="simulation", group=_CLUSTER),
+    Knob("--gateway-index", "cluster.gateway_index", "each gateway keeps its own router state "
+         "(own, default) or all share one index", choices=lambda: ("own", "shared"),
+         when="simulation", group=_CLUSTER),
+    Knob("--unhealthy", None, "fault injection: instance I is unhealthy from START to END s of "
+         "simulated time (no gateway routes to it; repeatable)", metavar="I:START-END",
+         action="append", when="simulation", group=_CLUSTER),
 )  # fmt: skip
 
 #: Flag dest -> the scenario key it overrides ("sim." = whichever of [cache]/[scheduler] has

@@ -8,6 +8,7 @@
     seed = 0
     tenants_per_instance = 18.75         # tenants = round(this x instances), >= 1
     duration_s = 60.0                    # requests = ceil(load x instances x duration_s)
+    gateways = [1, 8]                    # router replicas, one variant each (default [1])
     [base]                               # scenario overrides of every point (dotted keys)
     [variants]
     baseline = "round-robin"             # routers
@@ -17,7 +18,8 @@
     load = [2.0, 2.0, 2.0, 2.0]          # requests/s per instance (Poisson)
 
 A point's scenario: ``cluster.instances`` = N, ``cluster.routers`` = baseline + candidates,
-``workload.tenants``, ``workload.requests`` and ``arrivals.rate`` = load x N as above. Every
+``workload.tenants``, ``workload.requests`` and ``arrivals.rate`` = load x N as above,
+``cluster.gateways`` = the study's gateway counts (each router runs behind each). Every
 point's scenario is loaded with the file, so a bad key fails before any work starts
 (:class:`~radixbench.harness.config.study.StudyError`, one line naming file and key).
 """
@@ -36,13 +38,14 @@ __all__ = ["RoutingStudySpec", "load_routing_study"]
 
 _TOP = {
     "description", "family", "scenario", "seed", "tenants_per_instance", "duration_s", "base",
-    "variants", "points",
+    "variants", "points", "gateways",
 }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RoutingStudySpec:
-    """A validated routing study in one ``mode``; ``points``: ``(instances, load)`` pairs."""
+    """A validated routing study in one ``mode``; ``points``: ``(instances, load)`` pairs;
+    ``gateways``: gateway counts every point runs each router behind."""
 
     name: str
     file: str
@@ -56,6 +59,7 @@ class RoutingStudySpec:
     candidates: tuple[str, ...]
     points: tuple[tuple[int, float], ...]
     mode: str
+    gateways: tuple[int, ...] = (1,)
 
     @property
     def family(self) -> str:
@@ -75,6 +79,7 @@ class RoutingStudySpec:
             "workload.tenants": max(1, round(self.tenants_per_instance * n)),
             "workload.requests": max(1, math.ceil(load * n * self.duration_s)),
             "arrivals.rate": load * n,
+            **({"cluster.gateways": list(self.gateways)} if self.gateways != (1,) else {}),
             **(extra or {}),
             "seed": self.seed,
         }
@@ -105,6 +110,14 @@ def load_routing_study(ref: str | Path, quick: bool = False) -> RoutingStudySpec
         raise StudyError(file, "variants.baseline", "a router name is required")
     if not isinstance(cands, list) or not cands or not all(isinstance(c, str) for c in cands):
         raise StudyError(file, "variants.candidates", "a non-empty list of router names")
+    gws = doc.get("gateways", [1])
+    if (
+        not isinstance(gws, list)
+        or not gws
+        or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in gws)
+        or len(set(gws)) != len(gws)
+    ):
+        raise StudyError(file, "gateways", f"a list of distinct ints >= 1, got {gws!r}")
     mode = "quick" if quick else "full"
     table = doc.get("points", {}).get(mode)
     if not isinstance(table, dict) or set(table) != {"instances", "load"}:
@@ -129,6 +142,7 @@ def load_routing_study(ref: str | Path, quick: bool = False) -> RoutingStudySpec
         tuple(cands),
         tuple((int(n), float(x)) for n, x in zip(ns, loads)),
         mode,
+        tuple(gws),
     )
     for i in range(len(spec.points)):
         try:

@@ -178,6 +178,8 @@ def run_compare(
     check_fits(trace, spec.sim)
     # the A/A replica floors the verdicts: only where there is something to compare
     cluster = spec.scenario.cluster
+    if cluster is not None and trace:
+        cluster.check_run(max(r.arrival_s for r in trace))  # unhealthy windows within the run
     aa = spec.aa and len(spec.variants) > 1 and cluster is None
     variants = spec.variants + ((aa_replica(spec.variants, spec.baseline),) if aa else ())
     log = KVEventLog(spec.kv_events) if spec.kv_events is not None else None

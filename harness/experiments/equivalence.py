@@ -5,10 +5,11 @@ same number of prefix-hit tokens under every variant that runs the same *behavio
 that differ only in how the cache is implemented (evictor, matcher, flatten, implementation)
 are checked against each other; variants whose settings change what the cache holds or which
 instance a request reaches (:data:`BEHAVIOURAL_AXES`: HiCache's write policy, the router, the
-instance count) are checked only within each such setting, never across. A divergence is
-reported with the first differing request (lowest rid), never hidden. Where measured time
-moves the schedule (the coupled clock, a router whose measured decision time delays arrivals)
-variants may diverge: the result then carries why (``exempt``) and a divergence is no failure.
+instance count, the gateway count) are checked only within each such setting, never across.
+A divergence is reported with the first differing request (lowest rid), never hidden. Where
+measured time moves the schedule (the coupled clock, a router whose measured decision time
+delays arrivals) variants may diverge: the result then carries why (``exempt``) and a
+divergence is no failure.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from typing import Any
 import pandas as pd
 
 #: Axes whose values legitimately change prefix hits: HiCache's write policy (what the cache
-#: holds), the router and the instance count of a cluster run (which instance, hence which
-#: cache, a request reaches). Only variants sharing their values must see identical hits.
-BEHAVIOURAL_AXES = ("hicache", "router", "instances")
+#: holds), the router, the instance count and the gateway count of a cluster run (which
+#: instance, hence which cache, a request reaches: G gateways each route with their own state).
+#: Only variants sharing their values must see identical hits.
+BEHAVIOURAL_AXES = ("hicache", "router", "instances", "gateways")
 
 
 def exemption(clock: str | None, cluster: Any = None) -> str:

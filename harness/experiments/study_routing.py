@@ -47,7 +47,7 @@ def run_routing_point(
     metrics = read_table(out.run_dir, "metrics")
     instances = read_table(out.run_dir, "instances")
     rows = point_rows(requests, metrics, seed=spec.seed)
-    over = instances.groupby("router")["overloaded"].sum().to_dict()
+    over = instances.groupby("variant")["overloaded"].sum().to_dict()
     wall = round(time.perf_counter() - t0, 1)
     return [
         {
@@ -55,7 +55,7 @@ def run_routing_point(
             "instances": n,
             "load": load,
             "requests": int(out.meta.requests or 0),
-            "overloaded_instances": int(over.get(r["router"], 0)),
+            "overloaded_instances": int(over.get(r["variant"], 0)),
             "point_wall_s": wall,
             **r,
         }
@@ -64,8 +64,10 @@ def run_routing_point(
 
 
 #: The points table's columns ``radixbench study routing`` prints.
-_COLUMNS = ("load", "instances", "router", "ttft_p90_s", "output_throughput", "prefix_hit_rate",
-            "ttft_p90_ratio", "throughput_ratio", "overloaded_instances")  # fmt: skip
+_COLUMNS = (
+    "load", "instances", "gateways", "router", "ttft_p90_s", "output_throughput",
+    "prefix_hit_rate", "ttft_p90_ratio", "throughput_ratio", "overloaded_instances",
+)  # fmt: skip
 
 
 def _meta(spec: RoutingStudySpec, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -88,7 +90,7 @@ register_family(
         order=lambda spec: sorted(  # the largest first: the cluster ends together
             range(len(spec.points)), key=lambda i: -spec.points[i][0] * spec.points[i][1]
         ),
-        sort_by=("load", "instances", "router"),
+        sort_by=("load", "instances", "gateways", "router"),
         meta=_meta,
         render=_render,
         no_impls="the routing study runs radixbench's cache",

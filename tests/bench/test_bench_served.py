@@ -46,6 +46,7 @@ def test_quick_run_prints_the_table_targets_and_calibration(tmp_path: Path, caps
     assert len(targets) == 4, out  # measured, whatever they say: the quick sizes are not theirs
     assert re.search(r"^target: the adapter adds at most 5% .*: (met|NOT met)", out, re.M), out
     assert "| adapter | op | calls | direct ns | recorded ns | overhead [95 % CI] |" in out
+    assert "| of it the timer's [95 % CI] | A/A [95 % CI] | adapter wall |" in out
     for op in ("match_prefix", "insert", "evict", "checkpoint", "release"):
         assert re.search(rf"^\| {re.escape(RUST)} \| {op} \| ", out, re.M), op
     assert all(re.search(r": (met|NOT met|n/a)\b", t) for t in targets), targets

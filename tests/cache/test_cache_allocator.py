@@ -256,7 +256,7 @@ def test_req_pool_alloc_free() -> None:
     p = ReqToTokenPool(3, 16)
     assert p.available_size() == 3
     rows = [p.alloc(), p.alloc(), p.alloc()]
-    assert rows == [1, 2, 3]  # row 0 is padding
+    assert rows == [3, 2, 1]  # row 0 is padding; taken from the tail, as sglang 0.5.23
     assert p.alloc() is None
     assert p.available_size() == 0
     p.free(2)
@@ -269,12 +269,12 @@ def test_req_pool_alloc_free() -> None:
 def test_req_pool_double_free_and_out_of_range() -> None:
     p = ReqToTokenPool(2, 4)
     r = p.alloc()
-    assert r == 1
+    assert r == 2
     p.free(r)
     with pytest.raises(DoubleFreeError):
         p.free(r)
     with pytest.raises(DoubleFreeError):
-        p.free(2)  # never allocated
+        p.free(1)  # never allocated
     with pytest.raises(DoubleFreeError):
         p.free(0)  # padding row
     with pytest.raises(DoubleFreeError):
@@ -283,13 +283,14 @@ def test_req_pool_double_free_and_out_of_range() -> None:
     assert sorted([p.alloc(), p.alloc()]) == [1, 2]  # type: ignore[type-var]
 
 
-def test_req_pool_reuses_rows_fifo() -> None:
-    # Rows start in order 1..max_reqs; free() appends to the back of the free list (SGLang).
+def test_req_pool_reuses_rows_lifo() -> None:
+    # Rows start in order 1..max_reqs; alloc() pops the back, free() appends to it (SGLang
+    # 0.5.23 alloc_rows / free_rows).
     p = ReqToTokenPool(4, 4)
-    assert [p.alloc(), p.alloc()] == [1, 2]
-    p.free(2)
-    p.free(1)
-    assert [p.alloc(), p.alloc(), p.alloc(), p.alloc()] == [3, 4, 2, 1]
+    assert [p.alloc(), p.alloc()] == [4, 3]
+    p.free(3)
+    p.free(4)
+    assert [p.alloc(), p.alloc(), p.alloc(), p.alloc()] == [4, 3, 2, 1]
     assert p.alloc() is None
 
 
@@ -304,7 +305,7 @@ def test_req_pool_write() -> None:
     assert p.req_to_token[r].tolist() == [1, 2, 7, 8, 9, 0, 0, 0]
     # Other rows untouched.
     assert p.req_to_token[0].tolist() == [0] * 8
-    assert p.req_to_token[2].tolist() == [0] * 8
+    assert p.req_to_token[3 - r].tolist() == [0] * 8
 
 
 def test_req_pool_rejects_nonpositive() -> None:
@@ -312,3 +313,18 @@ def test_req_pool_rejects_nonpositive() -> None:
         ReqToTokenPool(0, 4)
     with pytest.raises(ValueError):
         ReqToTokenPool(4, 0)
+
+
+def test_req_pool_reuses_the_row_freed_last() -> None:
+    """sglang 0.5.23 ``ReqToTokenPool.alloc_rows`` pops ``free_slots`` from the tail and
+    ``free_rows`` extends it (LIFO): with two requests at a time out of eight rows, only rows
+    8 and 7 are ever used, and the rest of the table is never written."""
+    p = ReqToTokenPool(8, 16)
+    used = set()
+    for _ in range(20):
+        a, b = p.alloc(), p.alloc()
+        assert a is not None and b is not None
+        used |= {a, b}
+        p.free(b)
+        p.free(a)
+    assert used == {7, 8}

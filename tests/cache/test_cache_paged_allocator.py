@@ -187,3 +187,49 @@ def test_slots_follow_positions_page_by_page(ops, page) -> None:
             assert owner.setdefault(p, r) == r
     assert alloc.available_size() // page + len(owner) == 24
     assert not any(bool(alloc.is_free[p * page]) for p in owner)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lens=st.lists(st.lists(st.integers(1, 9), min_size=1, max_size=6), min_size=1, max_size=6),
+    page=st.sampled_from([2, 4, 16]),
+    debug=st.booleans(),
+)
+def test_numpy_paths_hand_out_the_torch_paths_slots(lens, page, debug) -> None:
+    """``alloc_extend_np`` / ``alloc_decode_np`` (the CPU paths of ``alloc_extend`` /
+    ``alloc_decode``) against ``_alloc_extend_torch`` / ``_alloc_decode_torch`` (the paths on a
+    GPU), on twin pools: batches of fresh requests extended, then decoded step by step; the
+    same slots (or ``None``), the same free lists, every step; then a next chunk of each
+    request from where it stands (its last page continued)."""
+    a, b = (PagedTokenToKVPoolAllocator(32 * page, page, debug=debug) for _ in range(2))
+
+    def extend_both(pre: list[int], seq: list[int], last: list[int]):
+        n = sum(seq) - sum(pre)
+        got = a.alloc_extend_np(T(pre).numpy(), T(seq).numpy(), T(last).numpy(), n)
+        want = b._alloc_extend_torch(T(pre), T(seq), T(last), n)
+        assert (got is None) == (want is None)
+        if want is not None:
+            assert got is not None and got.tolist() == want.tolist()
+        assert torch.equal(a.free_list(), b.free_list())
+        return want
+
+    for batch in lens:
+        n = len(batch)
+        out = extend_both([0] * n, batch, [-1] * n)
+        if out is None:
+            break
+        ends = torch.cumsum(T(batch), 0) - 1
+        last, seq = out[ends], T(batch)
+        for _ in range(page + 2):
+            got = a.alloc_decode_np((seq + 1).numpy(), last.numpy())
+            want = b._alloc_decode_torch(seq + 1, last)
+            if want is None:
+                assert got is None
+                break
+            assert got is not None and got.tolist() == want.tolist()
+            assert torch.equal(a.free_list(), b.free_list())
+            last, seq = want, seq + 1
+        # a next chunk of every request, continuing its last page
+        more = extend_both(seq.tolist(), (seq + 3).tolist(), last.tolist())
+        if more is None:
+            break

@@ -88,7 +88,7 @@ def test_precise_index_equals_the_instances_trees(page: int) -> None:
     spec = ClusterSpec(instances=3, routers=("precise", "oracle"))
     sims, results = _run(spec, page=page)
     for sim in sims:
-        index = sim.router.index
+        index = sim.router.policies[0].index
         for inst in sim.instances:
             held = {h for h, m in index.holders.items() if m >> inst.index & 1}
             assert held == _tree_ids(inst.cache)
@@ -104,7 +104,9 @@ def test_precise_runs_on_sglang_s_own_events() -> None:
     spec = ClusterSpec(instances=2, routers=("precise",))
     sims_rb, res_rb = _run(spec, requests=80)
     sims_sg, res_sg = _run(spec, requests=80, impl="sglang")
-    assert sims_sg[0].router.index.holders == sims_rb[0].router.index.holders
+    assert (
+        sims_sg[0].router.policies[0].index.holders == sims_rb[0].router.policies[0].index.holders
+    )
     cols = ["rid", "instance", "prefix_hit_tokens", "ttft_s"]
     pd.testing.assert_frame_equal(res_rb[0].requests[cols], res_sg[0].requests[cols])
 
@@ -132,6 +134,29 @@ def test_coupled_router_time_delays_requests() -> None:
     r = results[0]
     assert (r.requests["status"] == "finished").all()
     assert r.metrics["route_p50_us"] > 0
+
+
+def test_gateways_and_unhealthy_windows_in_a_run() -> None:
+    """Each request records its gateway; with every instance unhealthy for a while the
+    gateways shed what arrives then (status rejected, instance -1) and route the rest."""
+    spec = ClusterSpec(
+        instances=2,
+        routers=("cache-aware",),
+        gateways=(1, 3),
+        unhealthy=((0, 0.5, 1.5), (1, 0.5, 1.5)),
+    )
+    sims, results = _run(spec, requests=120)
+    one, three = results
+    assert set(one.requests["gateway"]) == {0} and set(three.requests["gateway"]) == {0, 1, 2}
+    for r in results:
+        reqs = r.requests
+        shed = reqs[reqs["instance"] == -1]
+        down = reqs["arrival_s"].between(0.5, 1.5, inclusive="left")
+        assert len(shed) and (shed["status"] == "rejected").all()
+        assert set(shed["rid"]) == set(reqs.loc[down, "rid"])
+        assert (reqs.loc[~down, "status"] == "finished").all()
+        assert r.metrics["router_shed"] == len(shed)
+    assert [dict(s.variant.extra)["gateways"] for s in sims] == ["1", "3"]
 
 
 def test_event_log_names_sessions_and_keeps_the_lora_tables(tmp_path: Any) -> None:

@@ -1,4 +1,6 @@
-"""The routers' indexes against naive models: page keys, the approximate tree, the block index."""
+"""The routers' indexes against naive models: page keys, the approximate tree, the block index;
+and the approximate tree's SMG semantics that a naive model does not have (cumulative counts at
+73da68c, the cached last tenant, the trim's parent push, the tree-wide budget)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import random
 from array import array
 
 import numpy as np
+import pytest
 
 from radixbench.cache.kv_events import AllBlocksCleared, BlockRemoved, BlockStored
 from radixbench.cluster.routers.approx_tree import ApproxTree
@@ -56,8 +59,10 @@ class NaiveTree:
             self.held.setdefault(tuple(tokens[: j * self.page]), {})[tenant] = self.clock
 
 
-def test_approx_tree_matches_the_naive_model() -> None:
-    """Matched length equals the naive model's; the tenant answered holds that whole prefix."""
+@pytest.mark.parametrize("via", ["insert", "match_and_insert"])
+def test_approx_tree_matches_the_naive_model(via: str) -> None:
+    """Matched length equals the naive model's; the tenant answered, and every tenant listed,
+    holds that whole prefix; counted once (smg#2126), a tenant's tokens are its pages."""
     rng = random.Random(7)
     page = 2
     stems = [[rng.randrange(4) for _ in range(12)] for _ in range(5)]
@@ -66,18 +71,22 @@ def test_approx_tree_matches_the_naive_model() -> None:
         stem = rng.choice(stems)
         tokens = stem[: rng.randrange(1, 13)] + [rng.randrange(4) for _ in range(rng.randrange(6))]
         k = _keys(tokens, page)
-        got, tenant = tree.match(k)
-        want, _ = naive.match(tokens)
-        assert got == want
-        if got:
-            assert tenant is not None
-            assert tenant in naive.held[tuple(tokens[:got])]
         t = rng.randrange(3)
-        tree.insert(k, t)
+        if via == "insert":
+            m = tree.match(k)
+            tree.insert(k, t)
+        else:
+            m = tree.match_and_insert(k, lambda _m, t=t: t)
+        want, _ = naive.match(tokens)
+        assert m.tokens == want
+        if m.tokens:
+            assert m.tenant is not None and m.tenant in m.tenants
+            assert set(m.tenants) <= set(naive.held[tuple(tokens[: m.tokens])])
         naive.insert(tokens, t)
     for t in range(3):
         pages = sum(1 for owners in naive.held.values() if t in owners)
         assert tree.tokens.get(t, 0) == pages * page
+    assert tree.total == sum(tree.tokens.values())
 
 
 def test_approx_tree_evicts_lru_leaves_per_tenant() -> None:
@@ -85,14 +94,76 @@ def test_approx_tree_evicts_lru_leaves_per_tenant() -> None:
     tree.insert(_keys([1, 2, 3, 4], 1), 0)
     tree.insert(_keys([1, 2, 9, 9], 1), 0)
     tree.insert(_keys([1, 2, 3, 4], 1), 1)
-    tree.match(_keys([1, 2, 3, 4], 1))  # touches tenant 1 (the most recent there)
+    tree.match(_keys([1, 2, 3, 4], 1))  # touches tenant 0, the first of the node's map
     assert tree.tokens == {0: 6, 1: 4}
-    assert tree.evict_by_size(4) == 2  # tenant 0's least recent leaf: [3, 4]
+    assert tree.evict_tenants_by_size(4) == 2  # tenant 0's least recent leaf: [9, 9]
     assert tree.tokens == {0: 4, 1: 4}
-    assert tree.match(_keys([1, 2, 9, 9], 1)) == (4, 0)
-    assert tree.match(_keys([1, 2, 3, 4], 1)) == (4, 1)
-    tree.evict_by_size(0)
+    assert tree.match(_keys([1, 2, 9, 9], 1)).tokens == 2
+    assert tree.match(_keys([1, 2, 3, 4], 1)).tenant == 0
+    tree.evict_tenants_by_size(0)  # tenant 0 first: [3, 4] stays for 1, [1, 2] is no leaf yet
+    assert tree.tokens == {0: 2, 1: 0}
+    tree.evict_tenants_by_size(0)
     assert tree.tokens == {0: 0, 1: 0} and not tree.root.children
+
+
+def test_counts_are_cumulative_at_73da68c() -> None:
+    """@73da68c each insert re-adds every fully matched edge (token_tree.rs:476-483, 603-606),
+    and the trim removes count - max tokens (1269-1334): here all of the tenant's 3 pages."""
+    k = _keys(list(range(48)), 16)
+    cumulative, once = ApproxTree(16, count_once=False), ApproxTree(16)
+    for _ in range(3):
+        cumulative.insert(k, 0)
+        once.insert(k, 0)
+    assert cumulative.tokens == {0: 144} and once.tokens == {0: 48}
+    cumulative.match_and_insert(k, lambda m: 0)
+    assert cumulative.tokens == {0: 192}
+    assert cumulative.evict_tenants_by_size(100) == 48  # 92 to remove, only 48 held
+    assert cumulative.tokens == {0: 144} and not cumulative.root.children
+    assert once.evict_tenants_by_size(100) == 0  # 48 <= 100: nothing
+
+
+def test_reported_tenant_is_the_cached_one() -> None:
+    """A touch refreshes a node's cached tenant only when the timestamp it drew is a multiple
+    of 16 (token_tree.rs:293-298); else the first tenant attached answers (253-269)."""
+    tree = ApproxTree(1)
+    a = _keys([1, 2, 3], 1)
+    tree.insert(a, 0)  # draws 0 (node) and 1 (touch 0)
+    tree.insert(a, 1)  # draws 2 (touch 1): the most recent toucher is 1
+    assert tree.match(a).tenant == 0  # draw 3 touches 0
+    while tree.clock % 16:
+        tree.insert(a, 1)  # draws 4..15 touch tenant 1; none refreshes the cache
+    assert tree.match(a).tenant == 0  # draw 16 touches 0 and caches it
+    tree.insert(a, 1)
+    assert tree.root.children[a[0]].last == 0
+    while tree.clock % 16:
+        tree.insert(a, 1)
+    tree.insert(a, 1)  # draw 32: tenant 1 cached
+    assert tree.match(a).tenant == 1
+
+
+def test_trim_pushes_the_parent_only_after_removing_the_node() -> None:
+    """A tenant-leaf that another tenant still holds stays, and its parent is not pushed
+    (cleanup_empty_ancestors_with_parent, token_tree.rs:1414-1456): tenant 0 keeps [1, 2]."""
+    tree = ApproxTree(1)
+    tree.insert(_keys([1, 2, 3, 4], 1), 0)
+    tree.insert(_keys([1, 2, 9, 9], 1), 1)
+    tree.insert(_keys([1, 2, 3, 4], 1), 1)
+    assert tree.evict_tenant(0, 0) == 2
+    assert tree.tokens[0] == 2
+    assert 0 in tree.root.children[_keys([1], 1)[0]].tenants  # the [1, 2] node
+    assert tree.evict_tenant(0, 0) == 2  # now a leaf: the next trim takes it
+    assert tree.tokens[0] == 0
+
+
+def test_tree_budget_is_shared() -> None:
+    """smg#2137: the trim fits the tree-wide total, LRU leaves of every tenant first
+    (token_tree.rs:1675-1733 @f8daa88)."""
+    tree = ApproxTree(16)
+    for t in range(8):
+        tree.insert(_keys(list(range(t * 1000, t * 1000 + 32)), 16), t)
+    assert tree.total == 256
+    assert tree.evict_tree_by_size(128) == 128
+    assert [tree.tokens[t] for t in range(8)] == [0] * 4 + [32] * 4
 
 
 def test_block_index_matches_sets() -> None:

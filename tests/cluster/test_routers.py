@@ -1,62 +1,26 @@
 """Router policies against a scripted cluster view: each decision rule of the module docstrings
-(SGLang model gateway cache_aware / power_of_two / round_robin, llm-d scorers, Dynamo cost,
-oracle), option parsing and its one-line errors."""
+(SGLang model gateway power_of_two / round_robin, cache_aware at 73da68c, llm-d scorers, oracle),
+eligibility (unhealthy instances), option parsing and its one-line errors. SMG's current
+cache_aware: ``test_cache_aware.py``; Dynamo: ``test_dynamo_kv.py``."""
 
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from radixbench.cache.kv_events import BlockRemoved, BlockStored
 from radixbench.cluster.routers import ROUTERS, RouterError, make_router, router_options
-from radixbench.cluster.routers.base import RouteRequest, least_loaded
+from radixbench.cluster.routers.base import SHED, RouteRequest, least_loaded
 from radixbench.cluster.routers.page_hash import engine_block_ids
-
-
-@dataclass
-class View:
-    n: int
-    outstanding: list[int] = field(default_factory=list)
-    outstanding_tokens: list[int] = field(default_factory=list)
-    processed: list[int] = field(default_factory=list)
-    queues: list[int] = field(default_factory=list)
-    usage: list[float] = field(default_factory=list)
-    t: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name in ("outstanding", "outstanding_tokens", "processed", "queues"):
-            if not getattr(self, name):
-                setattr(self, name, [0] * self.n)
-        if not self.usage:
-            self.usage = [0.0] * self.n
-
-    @property
-    def now(self) -> float:
-        return self.t
-
-    def waiting(self, i: int) -> int:
-        return self.queues[i]
-
-    def waiting_tokens(self, i: int) -> int:
-        return self.queues[i] * 100
-
-    def running(self, i: int) -> int:
-        return 0
-
-    def kv_usage(self, i: int) -> float:
-        return self.usage[i]
-
-    def kv_used_tokens(self, i: int) -> int:
-        return int(self.usage[i] * 1000)
 
 
 def req(tokens: list[int], rid: int = 0) -> RouteRequest:
     return RouteRequest(rid, array("q", tokens), len(tokens), 8, 0.0)
 
 
-def route(router, r: RouteRequest, view: View) -> int:
+def route(router: Any, r: RouteRequest, view: Any) -> int:
     i = router.route(r, view)
     view.outstanding[i] += 1
     view.processed[i] += 1
@@ -66,7 +30,7 @@ def route(router, r: RouteRequest, view: View) -> int:
 def test_registry_lists_every_policy() -> None:
     assert set(ROUTERS) == {
         "round-robin", "random", "shortest-queue", "shortest-queue-tokens", "power-of-two",
-        "cache-aware", "precise", "oracle",
+        "cache-aware", "precise", "dynamo-kv", "oracle",
     }  # fmt: skip
     for name, cls in ROUTERS.items():
         assert cls.name == name
@@ -88,7 +52,7 @@ def test_option_errors_name_the_key() -> None:
         router_options("round-robin", {"x": 1})
 
 
-def test_load_routers() -> None:
+def test_load_routers(View: type) -> None:
     v = View(3)
     rr = make_router("round-robin", 3, None, 0, 1)
     assert [route(rr, req([1]), v) for _ in range(5)] == [0, 1, 2, 0, 1]
@@ -107,7 +71,19 @@ def test_load_routers() -> None:
     assert picks == [again.route(req([1]), View(4)) for _ in range(400)]  # seeded
 
 
-def test_power_of_two_picks_the_lower_of_two_distinct() -> None:
+def test_blind_routers_skip_unhealthy_and_shed(View: type) -> None:
+    """SMG's policies pick among the healthy workers (round_robin.rs:28-44: the counter modulo
+    the healthy ones) and answer None (shed) when none is."""
+    v = View(3, down={1})
+    rr = make_router("round-robin", 3, None, 0, 1)
+    assert [route(rr, req([1]), v) for _ in range(4)] == [0, 2, 0, 2]
+    for name in ("random", "shortest-queue", "shortest-queue-tokens", "power-of-two"):
+        r = make_router(name, 3, None, 0, 1)
+        assert {r.route(req([1]), v) for _ in range(50)} <= {0, 2}
+        assert r.route(req([1]), View(3, down={0, 1, 2})) == SHED
+
+
+def test_power_of_two_picks_the_lower_of_two_distinct(View: type) -> None:
     p2 = make_router(
         "power-of-two", 2, router_options("power-of-two", {"metric": "requests"}), 0, 1
     )
@@ -116,8 +92,12 @@ def test_power_of_two_picks_the_lower_of_two_distinct() -> None:
     assert all(kv.route(req([1]), View(2, usage=[0.1, 0.9])) == 0 for _ in range(20))
 
 
-def test_cache_aware_follows_the_gateway() -> None:
-    opts = router_options("cache-aware", {"balance_abs_threshold": 4, "page": 4})
+def _ca73(**kw: object) -> dict[str, object]:
+    return {"revision": "73da68c", **kw}
+
+
+def test_cache_aware_73da68c_follows_the_gateway(View: type) -> None:
+    opts = router_options("cache-aware", _ca73(balance_abs_threshold=4, page=4))
     ca = make_router("cache-aware", 3, opts, 0, 1)
     v = View(3)
     a = list(range(100, 140))  # 10 pages of 4
@@ -125,23 +105,50 @@ def test_cache_aware_follows_the_gateway() -> None:
     assert first == 0  # miss on an empty tree: min load (ties: processed, index)
     assert route(ca, req(a[:32] + [7] * 8), v) == first  # 32/40 matched > 0.3: the same
     assert route(ca, req([1, 2, 3, 4, 5, 6, 7, 8, *a]), v) == 1  # miss: min load
-    assert ca.stats == {"imbalanced": 0, "hit": 1, "miss": 2}
+    assert (ca.stats["imbalanced"], ca.stats["hit"], ca.stats["miss"]) == (0, 1, 2)
     v.outstanding = [9, 0, 0]  # 9 - 0 > 4 and 9 > 1.5 * 0: imbalanced -> min load
     assert route(ca, req(a), v) == 2  # loads tie: instance 2 processed fewer (0 < 1)
     assert ca.stats["imbalanced"] == 1
-    # the imbalanced decision still inserted a for instance 2, now the most recent tenant
+    # the imbalanced decision inserted a for instance 2 too, the most recent tenant; but the
+    # gateway answers the node's cached tenant, else the first attached (token_tree.rs:253-269)
     v.outstanding = [1, 1, 1]
-    assert route(ca, req(a), v) == 2
-    low = make_router("cache-aware", 3, router_options("cache-aware", {"page": 4}), 0, 1)
+    assert route(ca, req(a), v) == 0
+    low = make_router("cache-aware", 3, router_options("cache-aware", _ca73(page=4)), 0, 1)
     w = View(3)
     route(low, req(a), w)
     assert route(low, req(a[:8] + list(range(500, 532))), w) != 0  # 8/40 = 0.2 <= 0.3: miss
 
 
-def test_cache_aware_smallest_tree_miss_and_tree_eviction() -> None:
+def test_cache_aware_73da68c_imbalance_is_f32(View: type) -> None:
+    """cache_aware.rs:305-306 @73da68c: ``max as f32 > min as f32 * rel``. With rel 1.3, loads
+    90 and 117: f32 says imbalanced (90 x 1.3 rounds below 117), f64 does not."""
+    opts = router_options("cache-aware", _ca73(page=4, balance_abs_threshold=1,
+                                               balance_rel_threshold=1.3))  # fmt: skip
+    ca = make_router("cache-aware", 2, opts, 0, 1)
+    a = list(range(40))
+    assert route(ca, req(a), View(2)) == 0
+    v = View(2, outstanding=[117, 90])
+    assert ca.route(req(a), v) == 1 and ca.stats["imbalanced"] == 1
+
+
+def test_cache_aware_hit_on_unhealthy_goes_to_first_healthy(View: type) -> None:
+    """A hit whose tenant is unhealthy inserts nothing and goes to the first healthy worker
+    (cache_aware.rs:1009-1063 @73da68c), not counted as processed."""
+    for rev in ("73da68c", "f8daa88"):
+        ca = make_router("cache-aware", 3, router_options("cache-aware", {"revision": rev,
+                         "page": 4}), 0, 1)  # fmt: skip
+        a = list(range(40))
+        assert route(ca, req(a), View(3)) == 0
+        before = dict(ca.tree.tokens)
+        v = View(3, down={0}, outstanding=[1, 5, 0])
+        assert ca.route(req(a), v) == 1 and ca.skip_processed
+        assert ca.tree.tokens == before and ca.stats["fallback"] == 1
+
+
+def test_cache_aware_smallest_tree_miss_and_tree_eviction(View: type) -> None:
     opts = router_options(
         "cache-aware",
-        {"miss": "smallest-tree", "page": 4, "max_tree_size": 16, "eviction_interval_secs": 10},
+        _ca73(miss="smallest-tree", page=4, max_tree_size=16, eviction_interval_secs=10),
     )
     ca = make_router("cache-aware", 2, opts, 0, 1)
     v = View(2, outstanding=[0, 5])
@@ -157,7 +164,7 @@ def _stored(tokens: list[int], page: int) -> BlockStored:
     return BlockStored(engine_block_ids(array("q", tokens), page), None, tokens, page)
 
 
-def test_precise_scores_resident_prefixes() -> None:
+def test_precise_scores_resident_prefixes(View: type) -> None:
     pr = make_router("precise", 3, None, 0, 4)
     a = list(range(40))
     pr.on_events(2, [_stored(a[:32], 4)])
@@ -174,16 +181,17 @@ def test_precise_scores_resident_prefixes() -> None:
     assert pr.route(req(a + [99] * 200), busy) in (0, 1)
 
 
-def test_precise_dynamo_cost() -> None:
-    opts = router_options("precise", {"scorer": "dynamo"})
-    pr = make_router("precise", 2, opts, 0, 4)
-    a = list(range(64))
-    pr.on_events(1, [_stored(a, 4)])
-    assert pr.route(req(a), View(2)) == 1  # 16 blocks cheaper to prefill there
-    assert pr.route(req(a), View(2, usage=[0.0, 0.5])) == 0  # 125 decode blocks > 16 saved
+def test_precise_and_oracle_skip_unhealthy(View: type) -> None:
+    a = list(range(40))
+    for name in ("precise", "oracle"):
+        r = make_router(name, 3, None, 0, 4)
+        r.on_events(0, [_stored(a, 4)])
+        assert r.route(req(a), View(3)) == 0
+        assert r.route(req(a), View(3, down={0})) in (1, 2)
+        assert r.route(req(a), View(3, down={0, 1, 2})) == SHED
 
 
-def test_oracle_longest_prefix_under_a_load_cap() -> None:
+def test_oracle_longest_prefix_under_a_load_cap(View: type) -> None:
     orc = make_router("oracle", 3, router_options("oracle", {"slack": 2}), 0, 4)
     a = list(range(40))
     orc.on_events(0, [_stored(a, 4)])

@@ -98,3 +98,28 @@ def test_an_instance_has_one_colour_in_every_panel(tmp_path: Path, figures) -> N
     assert [ln.get_color() for ln in first.get_lines()] == [
         ln.get_color() for ln in second.get_lines()
     ][1:]
+
+
+def test_panels_name_the_gateway_count(tmp_path: Path, figures: list[Figure]) -> None:
+    """A router behind 1 and behind 8 gateways (issue 30 item 4) draws two panels and two CDF
+    lines: each names its gateway count (both read 'cache-aware' before)."""
+    load, reqs = _tables(2, 4)
+    for frame in (load, reqs):
+        frame["variant"] = frame["variant"].str.replace("router=r1", "router=r0") + np.where(
+            frame["variant"].str.contains("r0"), "/gateways=1", "/gateways=8"
+        )
+    reqs["router"] = "cache-aware"
+    reqs["gateways"] = reqs["variant"].str.rsplit("=", n=1).str[1]
+    reqs["ttft_s"] = 0.5
+    routing_plots.plot_instance_load(load, reqs, tmp_path / "load.png")
+    routing_plots.plot_instance_hit_rate(reqs, tmp_path / "hit.png")
+    routing_plots.plot_ttft_cdf(reqs, tmp_path / "ttft.png")
+    load_fig, hit_fig, cdf_fig = figures
+    for fig in (load_fig, hit_fig):
+        titles = [ax.get_title().split(":")[0] for ax in fig.axes if ax.get_visible()]
+        assert titles == ["cache-aware, 1 gateway", "cache-aware, 8 gateways"]
+    legend = cdf_fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "cache-aware, 1 gateway",
+        "cache-aware, 8 gateways",
+    ]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from radixbench.sim.instrument import OpRecorder
-from radixbench.sim.records import RecordLog
+from radixbench.sim.records import RecordLog, stacked_frame
 from radixbench.sim.timeseries import StepLog
 
 SCHEMA = (("op", "str"), ("ns", "int64"), ("t", "float64"), ("k", "int64"))
@@ -39,11 +40,20 @@ def test_columns_follow_the_rows_and_the_schema() -> None:
     assert all(type(v) is int for v in log.rows["ns"])
 
 
-def test_str_columns_have_the_dtype_of_a_frame_built_from_str() -> None:
+def test_str_columns_are_pandas_str_on_shared_python_objects() -> None:
+    """The str family a frame built from str gives (NaN for missing), stored as pointers to
+    one shared object per distinct value (sim.records.STR), not a copy of the characters per
+    row."""
     log = RecordLog(SCHEMA)
     log.append_row(("insert", 5, 0.5, 1))
+    log.append_row(("insert", 6, 0.5, 1))
     direct = pd.DataFrame({"op": ["insert"]})
-    assert log.frame("v")["op"].dtype == direct["op"].dtype
+    col = log.frame("v")["op"]
+    assert (
+        isinstance(col.dtype, pd.StringDtype) and col.dtype.na_value is direct["op"].dtype.na_value
+    )
+    assert col.dtype.storage == "python" and col.array[0] is col.array[1]
+    assert log.frame("v")["variant"].dtype == col.dtype
 
 
 def test_empty_log_keeps_the_column_types() -> None:
@@ -164,6 +174,48 @@ def test_a_log_read_mid_run_can_still_grow() -> None:
     for i in range(5000):  # grows the buffers: no view of them may outlive frame()
         log.append_row(("evict", i, 1.0, 2))
     assert len(first) == 1 and len(log.frame("v")) == 5001
+
+
+def test_compact_storage_gives_the_same_int64_columns() -> None:
+    """``int32`` ints and ``wide`` int64 columns kept among the floats (OpRecorder's ns) come
+    back as int64, exactly (an ns above int32 too); a value outside int32 is refused."""
+    schema = (("op", "str"), ("ns", "int64"), ("n", "int64"), ("t", "float64"))
+    wide, plain = RecordLog(schema, int32=True, wide=("ns",)), RecordLog(schema)
+    rows = [("evict", 3 * 10**9 + 7, 5, 1.5), ("insert", 12, -2, 2.5)]
+    for row in rows:
+        wide.append_row(row)
+        plain.append_row(row)
+    assert wide.float_cols == ("ns", "t") and wide.int_cols == ("op", "n")
+    a, b = wide.frame("v"), plain.frame("v")
+    pd.testing.assert_frame_equal(a, b)
+    assert a["ns"].dtype == np.int64 and a["ns"].tolist() == [3 * 10**9 + 7, 12]
+    with pytest.raises(OverflowError):
+        wide.ints.append(2**40)
+    with pytest.raises(ValueError, match="not an int64 column"):
+        RecordLog(schema, wide=("t",))
+
+
+def test_stacked_frame_equals_the_concatenated_frames() -> None:
+    """One frame of several logs (each instance's) column by column: the values a concat of
+    each log's frame with its tag column gives, string columns included (codes per log)."""
+    logs = []
+    for k in range(3):
+        log = OpRecorder()
+        for i in range(k + 1):
+            log.add(["evict", "insert", "match_prefix"][(i + k) % 3], 10 * i, i, k, 1, 2, 3, 0.5)
+        logs.append(log)
+    logs.append(OpRecorder())  # an empty one
+    got = stacked_frame(logs, "v", "instance", [0, 1, 2, -1])
+    parts = []
+    for log, tag in zip(logs, [0, 1, 2, -1]):
+        f = log.frame("v")
+        f["instance"] = pd.Series([tag] * len(f), dtype="int64")
+        parts.append(f)
+    want = pd.concat(parts, ignore_index=True)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    assert list(got.dtypes.astype(str)) == list(want.dtypes.astype(str))
+    with pytest.raises(ValueError, match="tags"):
+        stacked_frame(logs, "v", "instance", [0])
 
 
 def _spin(ns: int) -> None:

@@ -28,6 +28,22 @@ BAD = [
     (["--routers", "cache-aware", "--router-option", "cache_threshold=0.5"], "--router-option"),
     (["--routers", "teleport"], "--routers"),
     (["--routers", "precise", "--event-loss", "1.5"], "--event-loss"),
+    (["--instances", "2", "--gateways", "0"], "--gateways"),
+    (["--instances", "2", "--gateways", "1,1"], "--gateways"),
+    (["--instances", "2", "--unhealthy", "5:1-2"], "--unhealthy"),
+    (["--instances", "2", "--unhealthy", "1:99999-100000"], "--unhealthy"),
+    (["--instances", "2", "--unhealthy", "1-2"], "--unhealthy"),
+    (
+        [
+            "--instances",
+            "2",
+            "--routers",
+            "cache-aware",
+            "--router-option",
+            "cache-aware.revision=x",
+        ],
+        "--router-option",
+    ),
     # HiCache's transfers and KV events would be drained from the same take_actions
     (["--instances", "2", "--enable-hierarchical-cache"], "HiCache"),
 ]
@@ -119,3 +135,22 @@ def test_small_cluster_compare(tmp_path: Path, capsys) -> None:
     assert len(variants) == 3  # every router's instances wrote their events
     assert main(["plot", str(run)]) == 0
     assert (run / "report.md").read_text().startswith("# radixbench cluster report")
+
+
+def test_terminal_table_names_the_gateway_count(tmp_path: Path, capsys) -> None:
+    """One router behind 1 and 2 gateways prints two rows that say which is which (both read
+    'cache-aware' before)."""
+    code = main(
+        [
+            "compare", "multi-turn", "--requests", "40", "--evictors", "heapify",
+            "--matchers", "galloping", "--instances", "2", "--routers", "cache-aware",
+            "--gateways", "1,2", "--out", str(tmp_path / "runs"), "--no-progress",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    rows = [ln for ln in printed if ln.startswith("cache-aware")]
+    assert [ln.split("  ")[0] for ln in rows] == [
+        "cache-aware, 1 gateway",
+        "cache-aware, 2 gateways",
+    ]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pandas as pd
 
 from radixbench.harness.experiments.equivalence import check_equivalence, exemption
+from radixbench.reports.equivalence import equivalence_sentence
 
 
 def _frame(hits: dict[str, list[int]]) -> pd.DataFrame:
@@ -92,6 +93,28 @@ def test_cache_variants_are_compared_within_each_router() -> None:
             "lru-list/router=cache-aware/instances=8": 8,
         },
     }
+
+
+def test_gateway_counts_are_not_compared_with_each_other() -> None:
+    """A router behind 8 gateways routes with 8 diverging states (issue 30 item 4): its hits
+    differ from the same router behind 1 by design, so the check groups by gateway count too;
+    within one count the cache variants must still agree."""
+    df = pd.concat(
+        _cluster({("cache-aware", e): h}).assign(gateways=g, variant=lambda d, g=g: d.variant + g)
+        for (e, g, h) in [
+            ("heapify", "1", [0, 9]),
+            ("lru-list", "1", [0, 9]),
+            ("heapify", "8", [0, 4]),
+            ("lru-list", "8", [0, 4]),
+        ]
+    )
+    eq = check_equivalence(df)
+    assert eq["ok"] and eq["axes"] == ["gateways"] and [len(g) for g in eq["groups"]] == [2, 2]
+    text = equivalence_sentence(eq)
+    assert "within each gateway count (2 + 2 variants)" in text
+    assert "differ across gateway counts by design" in text
+    df.loc[(df.variant.str.startswith("lru-list")) & (df.gateways == "8"), "prefix_hit_tokens"] = 5
+    assert not check_equivalence(df)["ok"]
 
 
 def test_measured_time_in_the_schedule_exempts_a_divergence() -> None:

@@ -60,6 +60,8 @@ def test_bundled_routing_study_loads() -> None:
         (("instances = [1, 2]", "instances = [0, 2]"), "points.quick.instances"),
         (('candidates = ["cache-aware"]', 'candidates = ["warp"]'), "points.quick[0]"),
         (("duration_s = 8.0", "duration_s = -1"), "duration_s"),
+        (("seed = 0", "seed = 0\ngateways = [0]"), "gateways"),
+        (("seed = 0", "seed = 0\ngateways = [2, 2]"), "gateways"),
     ],
 )
 def test_bad_routing_study_is_one_line(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
@@ -96,6 +98,25 @@ def test_tiny_routing_study(tmp_path: Path, cluster) -> None:
     cross = pd.read_parquet(run / "crossover.parquet")
     assert set(cross["metric"]) == {"ttft_p90", "throughput"}
     assert "## Verdict" in (run / "study.md").read_text()
+
+
+@pytest.mark.e2e  # a Dask cluster
+def test_routing_study_gateways_axis(tmp_path: Path, cluster) -> None:
+    """Every router runs behind each gateway count; rows carry the count and the per-gateway
+    hit rate, the crossovers pair routers at the same count."""
+    text = TINY.replace("seed = 0", "seed = 0\ngateways = [1, 3]").replace(
+        "instances = [1, 2]\nload = [2.0, 2.0]", "instances = [2]\nload = [2.0]"
+    )
+    spec = load_routing_study(_write(tmp_path, text), quick=True)
+    assert spec.gateways == (1, 3) and spec.overrides(0)["cluster.gateways"] == [1, 3]
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
+    pts = pd.read_parquet(out.run_dir / "points.parquet")
+    assert sorted(zip(pts["router"], pts["gateways"])) == [
+        ("cache-aware", 1), ("cache-aware", 3), ("round-robin", 1), ("round-robin", 3),
+    ]  # fmt: skip
+    assert (pts["gateway_hit_rate_min"] <= pts["gateway_hit_rate_max"]).all()
+    cross = pd.read_parquet(out.run_dir / "crossover.parquet")
+    assert set(cross["gateways"]) == {1, 3}
 
 
 def test_cli_routing_study_errors(tmp_path: Path, capsys) -> None:

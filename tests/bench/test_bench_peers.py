@@ -1,0 +1,82 @@
+"""``bench peers``: radixbench's side of a case run for real (the compare command in a child
+process, its figures read back), the mocker's report parsed from a report of its shape, the
+hit-rate explanation from per-request data, and the mocker itself where ``make peers`` made its
+venv (skipped otherwise)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from radixbench.bench.peers import CASES, PeerRun, mocker_python, parse_mocker, run_case
+from radixbench.bench.peers_report import case_text, target_line, why
+
+CASE_A = next(c for c in CASES if c.key == "a")
+CASE_C = next(c for c in CASES if c.key == "c")
+
+
+def _run(tool: str, hits: list[int], inst: list[int], cpu: float = 1.0) -> PeerRun:
+    return PeerRun(tool, cpu, cpu / 2, 2.0, 100.0, sum(hits) / 10_000, 1.0, 2.0, inst, hits)
+
+
+def test_parse_mocker_reads_its_summary_and_per_request_lists() -> None:
+    doc = {
+        "summary": {"prefix_cache_reused_ratio": 0.25, "median_ttft_ms": 12.5, "p90_ttft_ms": 40},
+        "sim_cpu_s": 0.3,
+        "rss_mb": 181.0,
+        "instance": [0, 1, None],
+        "hits": [0, 512, None],
+    }
+    r = parse_mocker(doc, 0.6, 1.5)
+    assert (r.cpu_s, r.sim_cpu_s, r.wall_s, r.rss_mb) == (0.6, 0.3, 1.5, 181.0)
+    assert (r.hit_rate, r.ttft_p50_ms, r.ttft_p90_ms) == (0.25, 12.5, 40.0)
+    assert r.instance == [0, 1, 0] and r.hits == [0, 512, 0]
+    with pytest.raises(KeyError, match="prefix_cache_reused_ratio"):
+        parse_mocker({"summary": {}, "sim_cpu_s": 0, "rss_mb": 0}, 1, 1)
+
+
+def test_why_tells_routing_from_timing_from_block_mapping() -> None:
+    # the same partition, instances relabelled (0<->1): request 2 differs by a whole block,
+    # request 3 by part of one; request 5 ran elsewhere
+    mocker = _run("mocker", [0, 512, 0, 100, 0, 0], [0, 1, 0, 1, 0, 1])
+    rb = _run("radixbench", [0, 512, 512, 116, 0, 0], [1, 0, 1, 0, 1, 1])
+    text = why(CASE_C, mocker, rb, "radixbench round-robin")
+    assert "2 of 6 requests reused a different prefix" in text
+    assert "1 requests ran on another instance" in text
+    assert "1 differ by whole 512-token trace blocks" in text
+    assert "1 by part of a block" in text
+    same = why(CASE_C, mocker, mocker, "x")
+    assert "the same hit rate" in same
+
+
+def test_target_line_judges_whole_process_cpu() -> None:
+    runs = {"mocker round_robin": _run("mocker", [0], [0], 1.0)}
+    runs["radixbench one server"] = _run("radixbench", [0], [0], 2.5)
+    assert "MET: one server 2.5x" in target_line(CASE_A, runs)
+    runs["radixbench one server"] = _run("radixbench", [0], [0], 3.5)
+    assert "NOT MET" in target_line(CASE_A, runs)
+    assert "not measured" in target_line(
+        CASE_A, {"radixbench one server": runs["radixbench one server"]}
+    )
+
+
+def test_radixbench_side_of_a_case_runs_the_compare_command(tmp_path: Path) -> None:
+    runs = run_case(CASE_A, 1, tmp_path, None, requests=30)
+    assert list(runs) == ["radixbench one server"]
+    (r,) = runs["radixbench one server"]
+    assert r.cpu_s > r.sim_cpu_s > 0 and r.rss_mb > 0 and r.wall_s > 0
+    assert len(r.hits) == 30 and r.instance == [0] * 30
+    assert 0 <= r.hit_rate < 1 and not math.isnan(r.ttft_p50_ms)
+    assert "(a) 1 instance" in case_text(CASE_A, {"radixbench one server": r})
+
+
+@pytest.mark.skipif(mocker_python() is None, reason="no mocker venv (make peers)")
+def test_mocker_and_radixbench_hit_alike_on_one_server_page_1(tmp_path: Path) -> None:
+    """Where the models coincide (one instance, page 1) both tools reuse the same prompt
+    tokens, request by request."""
+    runs = run_case(CASE_A, 1, tmp_path, mocker_python(), requests=60)
+    (m,) = runs["mocker round_robin"]
+    (r,) = runs["radixbench one server"]
+    assert m.hits == r.hits and m.hit_rate == pytest.approx(r.hit_rate, abs=1e-12)
