@@ -216,6 +216,7 @@ def run_compare(
         max_prefill_tokens=sim.max_prefill_tokens,
         chunked_prefill_size=sim.chunked_prefill_size,
         cost_model=getattr(sim.cost, "name", type(sim.cost).__name__),
+        batch_builder=sim.batch_builder,
         baseline=dict(spec.baseline) if spec.baseline else None,
         reference=spec.scenario.reference,
         reference_note=spec.scenario.reference_note,
