@@ -80,6 +80,7 @@ OVERRIDES = {
     "chunked_prefill_size": "sim.chunked_prefill_size",
     "sched_policy": "sim.sched_policy",
     "clock": "sim.clock",
+    "batch_builder": "sim.batch_builder",
     "gpu_mem_gb": "sim.gpu_mem_gb",
     "cost_model": "cost.model",
     "seed": "seed",
@@ -331,6 +332,8 @@ SGLANG_ALIASES = {
 
 def _flag(args: argparse.Namespace, dest: str) -> str:
     """The flag that set ``dest`` as the command line wrote it (SGLang's alias if used)."""
+    if dest == "batch_builder":
+        return "--no-batch-builder"  # the only way to set it from the command line
     alias = SGLANG_ALIASES.get(dest)
     written = getattr(args, "command_line", ())
     if alias and any(a == alias or a.startswith(alias + "=") for a in written):

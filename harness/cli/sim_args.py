@@ -43,6 +43,15 @@ def add_simulation_arguments(c: argparse.ArgumentParser) -> None:
         "coupled: added to each step's simulated time",
     )
     c.add_argument(
+        "--no-batch-builder",
+        dest="batch_builder",
+        action="store_const",
+        const=False,
+        help="skip the ScheduleBatch builder (its tensors and timed build_extend / "
+        "build_decode ops; the req_to_token rows are still written); named in the report's "
+        "run settings. Default: every step builds its batch, timed",
+    )
+    c.add_argument(
         "--cost-model",
         metavar="NAME|PATH.toml",
         help=lazy_help(
