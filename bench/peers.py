@@ -271,7 +271,8 @@ def run_peers(
     echo: Any = print,
 ) -> list[tuple[Case, dict[str, PeerRun]]]:
     """Every case in ``keys`` (``quick``: 200 requests each, whole-trace cases too), each
-    printed by ``echo`` as it ends; the median run per tool label."""
+    printed by ``echo`` as it ends; the median run per tool label. ``m`` in ``keys``: also
+    the memory slope (:mod:`radixbench.bench.peers_memory`), printed, not returned."""
     results = []
     with tempfile.TemporaryDirectory(prefix="radixbench-peers-") as tmp:
         for case in CASES:
@@ -281,6 +282,11 @@ def run_peers(
             med = {label: median_run(r) for label, r in runs.items()}
             results.append((case, med))
             echo(case_lines(case, med))
+        if "m" in keys:  # the memory slope
+            from radixbench.bench.peers_memory import memory_text, run_memory
+
+            n = 200 if quick else None
+            echo(memory_text(run_memory(Path(tmp), n), n))
     return results
 
 

@@ -18,7 +18,6 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["BCA_MAX", "bootstrap_paired", "bootstrap_ratio", "ci_method", "ratio_columns"]
 
@@ -107,6 +106,8 @@ def bootstrap_ratio(
     batch = max(1, _CHUNK_ELEMENTS // max(b.size, c.size))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate / non-finite distributions: handled below
+        from scipy import stats  # 0.3-0.5 s to import: only when a CI is computed
+
         res = stats.bootstrap(
             (b, c),
             statistic,
@@ -154,6 +155,8 @@ def bootstrap_paired(
     value = float(statistic(*xs, axis=-1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        from scipy import stats  # 0.3-0.5 s to import: only when a CI is computed
+
         res = stats.bootstrap(
             xs,
             statistic,

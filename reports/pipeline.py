@@ -94,6 +94,7 @@ def write_report(
     render: bool = True,
     svg: bool = False,
     progress: bool | None = None,
+    on_answer: Callable[[ReportResult], None] | None = None,
 ) -> ReportResult:
     """Validate, store, summarize, plot and report one run into ``run_dir``.
 
@@ -115,7 +116,9 @@ def write_report(
     ``report.md``, no ``report.html`` — for sweep cells, which ``radixbench plot`` can render
     later. ``svg=True`` also writes each plot as SVG beside its
     PNG. ``progress``: a tqdm bar over the report steps on stderr (None = only on a terminal,
-    False = never).
+    False = never). ``on_answer``: called with the result once the tables are written,
+    before any plot is drawn (its ``plots``, ``report_md``, ``report_html`` still empty), so
+    a command prints the answer before the slowest part of the report.
 
     Returns a :class:`ReportResult` (a dict) with the written paths and the summary frames.
     """
@@ -245,6 +248,8 @@ def write_report(
             answer=ans,
             summary=summary,
         )
+        if on_answer is not None:
+            on_answer(result)
         if render:
             frames = (requests, ops, timeseries, metrics)
             _render(result, run_dir, frames, meta, equivalence, svg, bar, extra)
@@ -279,6 +284,7 @@ def _render(
     """Plots, ``report.md`` and ``report.html`` of :func:`write_report` (fills ``result``'s
     ``plots``, ``report_md``, ``report_html``) from ``frames`` = (requests, ops, timeseries,
     metrics). matplotlib is imported here, not at start-up."""
+    from radixbench.reports.drawing import draw_plots
     from radixbench.reports.html import write_report_html
     from radixbench.reports.markdown import write_report_md
     from radixbench.reports.plots import plot_evict_vs_leaves, plot_match_vs_len, plot_op_cdf
@@ -320,10 +326,12 @@ def _render(
         if transfers is not None and tiers is not None:
             steps["links_over_time"] = lambda p: plot_links_over_time(transfers, tiers, p, svg=svg)
     plots = result["plots"]
-    for name, draw in steps.items():
-        bar.set_postfix_str(f"plot {name}")
-        plots[name] = draw(plot_dir / f"{name}.png")
+    bar.set_postfix_str("plots")
+    for name, path in draw_plots(steps, plot_dir):  # in parallel where there are cores
+        plots[name] = path
         bar.update()
+    # in the order listed, whatever order they were drawn in
+    result["plots"] = plots = {name: plots[name] for name in steps}
     bar.update(max(0, _N_RENDER_STEPS - 2 - len(steps)))  # the skipped plots
     bar.set_postfix_str("report.md")
     result["report_md"] = write_report_md(

@@ -57,6 +57,8 @@ class RunMeta:
     class, files, reference...). ``hit_rate_ceiling`` / ``hit_rate_belady``: the bounds the
     report shows. ``spec``: the whole configuration as JSON (the config hash is over it).
     ``command_line``: the words that reproduce the run (``radixbench compare ...``).
+    ``batch_builder``: whether every step built its ``ScheduleBatch`` (timed; ``False``:
+    ``--no-batch-builder``, rows written only; ``None``: no scheduler ran, or not recorded).
     ``extra``: further keys (a study point's, a sweep cell's), shown as run rows."""
 
     command: str = "compare"
@@ -72,6 +74,7 @@ class RunMeta:
     max_prefill_tokens: int | None = None
     chunked_prefill_size: int | None = None
     cost_model: str | None = None
+    batch_builder: bool | None = None
     baseline: dict[str, str] | None = None
     reference: str = ""
     reference_note: str = ""

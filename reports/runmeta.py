@@ -32,6 +32,10 @@ _ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("platform", "platform"),
 )
 
+_BUILDER_NOTES = {
+    True: "on (every step builds its batch, timed: build_extend / build_decode)",
+    False: "skipped (--no-batch-builder: req_to_token rows written only, no build ops)",
+}
 _CLOCK_NOTES = {
     "isolated": "measured CPU time is not added to simulated time",
     "coupled": "measured CPU time advances simulated time",
@@ -109,6 +113,8 @@ def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
     rows += [(label, f"{_count(v)}{unit}") for label, v, unit in settings if v is not None]
     named = (("scheduling policy", meta.sched_policy), ("cost model", meta.cost_model))
     rows += [(label, str(v)) for label, v in named if v is not None]
+    if meta.batch_builder is not None:
+        rows.append(("ScheduleBatch builder", _BUILDER_NOTES[meta.batch_builder]))
     if meta.baseline:
         rows.append(("baseline", _show(meta.baseline)))
     rows.append(("skipped malformed trace lines", _count(meta.skipped_lines)))

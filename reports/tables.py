@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,13 +123,37 @@ def write_table(df: pd.DataFrame, directory: Path | str, stem: str) -> tuple[Pat
 
     Returns ``(parquet_path, csv_path)``.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
     directory = Path(directory)
     parquet_path = directory / f"{stem}.parquet"
     csv_path = directory / f"{stem}.csv"
     with atomic_paths(parquet_path, csv_path) as (parquet_tmp, csv_tmp):
-        df.to_parquet(parquet_tmp, engine="pyarrow", index=False)
-        df.to_csv(csv_tmp, index=False)
+        # what df.to_parquet(engine="pyarrow", index=False) does, the Arrow table kept
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        pq.write_table(table, parquet_tmp)
+        if _arrow_csv_reads_alike(table):
+            pa_csv.write_csv(table, csv_tmp)  # ~10x faster than pandas on millions of rows
+        else:
+            df.to_csv(csv_tmp, index=False)
     return parquet_path, csv_path
+
+
+def _arrow_csv_reads_alike(table: Any) -> bool:
+    """Whether Arrow's CSV of ``table`` reads back (``pd.read_csv``) as pandas' CSV does:
+    Arrow writes a whole float as ``1``, not ``1.0``, so a float column with no missing value
+    and only whole values would come back as ints; such a table is written by pandas."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for col in table.columns:
+        if not pa.types.is_floating(col.type) or col.null_count:
+            continue
+        if len(col) == 0 or pc.all(pc.equal(col, pc.floor(col))).as_py():
+            return False
+    return True
 
 
 def read_table(directory: Path | str, stem: str) -> pd.DataFrame:

@@ -133,15 +133,7 @@ class BatchBuilder:
         else:  # prefix_len .. seq_len-1 of each request, concatenated
             starts = np.cumsum(ext) - ext
             positions = np.arange(total, dtype=np.int64) - np.repeat(starts - meta[0], ext)
-        table = self._table_np()
-        loc = out_cache_loc.numpy()
-        off = 0
-        for r, p, s in zip(reqs, prefix, seq):
-            row = table[r.req_pool_idx]
-            if p:
-                row[:p] = r.prefix_indices.numpy()
-            row[p:s] = loc[off : off + s - p]
-            off += s - p
+        self._extend_rows_np(reqs, prefix, seq, out_cache_loc)
         m = torch.from_numpy(meta)
         return ScheduleBatch(
             "extend",
@@ -153,6 +145,57 @@ class BatchBuilder:
             out_cache_loc,
             torch.from_numpy(positions),
         )
+
+    def _extend_rows_np(
+        self, reqs: Sequence[Req], prefix: list[int], seq: list[int], out_cache_loc: torch.Tensor
+    ) -> None:
+        table = self._table_np()
+        loc = out_cache_loc.numpy()
+        off = 0
+        for r, p, s in zip(reqs, prefix, seq):
+            row = table[r.req_pool_idx]
+            if p:
+                row[:p] = r.prefix_indices.numpy()
+            row[p:s] = loc[off : off + s - p]
+            off += s - p
+
+    def _extend_rows_torch(
+        self, reqs: Sequence[Req], prefix: list[int], seq: list[int], out_cache_loc: torch.Tensor
+    ) -> None:
+        table = self.pool.req_to_token
+        off = 0
+        for r, p, s in zip(reqs, prefix, seq):
+            if p:
+                table[r.req_pool_idx, :p] = r.prefix_indices
+            table[r.req_pool_idx, p:s] = out_cache_loc[off : off + s - p]
+            off += s - p
+
+    def write_extend_rows(self, reqs: Sequence[Req], out_cache_loc: torch.Tensor) -> None:
+        """Only the ``req_to_token`` writes of :meth:`build_extend` (the same rows, the same
+        values), no batch tensors: what a run without the builder (``--no-batch-builder``)
+        still needs, as 0.5.23 writes the rows in ``alloc_for_extend`` and the cache reads them
+        at checkpoint and release. Mutates ``req_to_token``."""
+        prefix = [r.prefix_indices.numel() for r in reqs]
+        seq = [len(r.fill_ids) for r in reqs]
+        if self.cuda:
+            self._extend_rows_torch(reqs, prefix, seq, out_cache_loc)
+            self._sync()
+        else:
+            self._extend_rows_np(reqs, prefix, seq, out_cache_loc)
+
+    def write_decode_rows(
+        self, reqs: Sequence[Req], out_cache_loc: torch.Tensor, meta: np.ndarray
+    ) -> None:
+        """Only the ``req_to_token`` write of :meth:`build_decode` (``req_to_token[rows,
+        seq_len] = out_cache_loc``; ``meta`` as there, int64 ``[3, bs]``), no batch tensors
+        (``--no-batch-builder``; 0.5.23's ``alloc_for_decode_default`` writes it). Mutates
+        ``req_to_token``."""
+        if self.cuda:
+            m = torch.from_numpy(np.ascontiguousarray(meta[1:3])).to(self.device)
+            self.pool.req_to_token[m[1], m[0]] = out_cache_loc.to(torch.int32)
+            self._sync()
+        else:
+            self._table_np()[meta[2], meta[1]] = out_cache_loc.numpy()
 
     def _extend_torch(
         self,
@@ -173,13 +216,7 @@ class BatchBuilder:
         positions = torch.arange(total, device=self.device) - torch.repeat_interleave(
             starts - prefix_lens, extend_lens, output_size=total
         )
-        table = self.pool.req_to_token
-        off = 0
-        for r, p, s in zip(reqs, prefix, seq):
-            if p:
-                table[r.req_pool_idx, :p] = r.prefix_indices
-            table[r.req_pool_idx, p:s] = out_cache_loc[off : off + s - p]
-            off += s - p
+        self._extend_rows_torch(reqs, prefix, seq, out_cache_loc)
         self._sync()
         return ScheduleBatch(
             "extend", input_ids, seq_lens, prefix_lens, extend_lens, rows, out_cache_loc, positions

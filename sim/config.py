@@ -202,6 +202,9 @@ class SimConfig:
     (``SGLANG_INIT_NEW_TOKEN_RATIO`` 0.7, ``..._MIN_NEW_TOKEN_RATIO_FACTOR`` 0.14,
     ``..._NEW_TOKEN_RATIO_DECAY_STEPS`` 600, ``CLIP_MAX_NEW_TOKENS`` 4096,
     ``retract_decode_steps`` 20).
+    batch_builder: build each step's ``ScheduleBatch`` (``sim.batch.BatchBuilder``, timed: ops
+    ``build_extend`` / ``build_decode``, charged to the coupled clock); ``False``
+    (``--no-batch-builder``) writes the ``req_to_token`` rows only, untimed (no build ops).
     """
 
     kv_capacity_tokens: int = field(default=400_000, metadata=_record("kv_capacity_tokens"))
@@ -223,6 +226,7 @@ class SimConfig:
     new_token_ratio_decay_steps: int = 600
     clip_max_new_tokens: int = 4096
     retract_decode_steps: int = 20
+    batch_builder: bool = field(default=True, metadata=_record("batch_builder"))
     cost: CostModelT = field(
         default_factory=_default_cost, metadata=_record("", cost_model=_cost_name)
     )
@@ -264,6 +268,8 @@ class SimConfig:
             raise ValueError(
                 f"unknown sched policy {self.sched_policy!r}; known: {', '.join(SCHED_POLICIES)}"
             )
+        if not isinstance(self.batch_builder, bool):
+            raise ValueError(f"batch_builder must be true or false, got {self.batch_builder!r}")
         if self.clock not in CLOCKS:
             raise ValueError(f"unknown clock mode {self.clock!r}; known: {', '.join(CLOCKS)}")
         if self.gpu_mem_gb is not None:

@@ -129,12 +129,16 @@ class Scheduler:
         self._wake: simpy.Event | None = None
         self.slots = SlotAllocator(cache, rec)
         stats = cache.tree_stats
-        self._build_extend = rec.timed(
-            "build_extend", builder.build_extend, stats, _locs, lambda _, reqs, *__: len(reqs)
-        )
-        self._build_decode = rec.timed(
-            "build_decode", builder.build_decode, stats, _locs, lambda _, reqs, *__: len(reqs)
-        )
+        # the batch builds, timed; without the builder (--no-batch-builder) the rows only
+        self._build_extend: Callable[..., Any] = builder.write_extend_rows
+        self._build_decode: Callable[..., Any] = builder.write_decode_rows
+        if cfg.batch_builder:
+            self._build_extend = rec.timed(
+                "build_extend", builder.build_extend, stats, _locs, lambda _, r, *__: len(r)
+            )
+            self._build_decode = rec.timed(
+                "build_decode", builder.build_decode, stats, _locs, lambda _, r, *__: len(r)
+            )
         self.capacity = allocator.size  # tokens: whole pages only when paged
         # HiCache: the cache's tier entry points, driven as sglang's scheduler drives them
         tiers = cache.tiers

@@ -127,7 +127,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="against NVIDIA Dynamo's mocker on the same trace: CPU, RSS, hit rates, ratios",
     )
     p.set_defaults(func=run)
-    p.add_argument("--cases", default="abcde", help="which of the cases a-e to run")
+    p.add_argument(
+        "--cases",
+        default="abcdem",
+        help="which of the cases a-e to run, and m: peak RSS vs 1/2/4/8 instances (the slope)",
+    )
     p.add_argument("--reps", type=positive_int, default=1, help="alternating runs per case")
     p.add_argument(
         "--quick", action="store_true", help="200 requests per case: a smoke test (a minute)"
@@ -323,9 +327,9 @@ def _run_peers(args: argparse.Namespace) -> int:
     from radixbench.bench.peers_report import END, START, markdown
 
     keys = args.cases.strip().lower()
-    bad = sorted(set(keys) - {c.key for c in CASES})
+    bad = sorted(set(keys) - {c.key for c in CASES} - {"m"})
     if bad or not keys:
-        raise UsageError(f"--cases: expected letters of abcde, got {args.cases!r}")
+        raise UsageError(f"--cases: expected letters of abcdem, got {args.cases!r}")
     mocker = args.mocker or mocker_python()
     if mocker is not None and not Path(mocker).is_file():
         raise UsageError(f"--mocker: no such file {mocker}")

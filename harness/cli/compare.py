@@ -9,6 +9,7 @@ them; default ``shared-prefix-serving``). Flags given explicitly override the sc
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -157,28 +158,35 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     from radixbench.harness.experiments.compare import run_compare
 
-    outcome = run_compare(spec, progress=False if args.no_progress else None)
+    summary_only = getattr(args, "summary_only", False)
+
+    def answered(so_far: CompareOutcome) -> None:
+        # printed once the tables are written, before the plots are drawn
+        if summary_only:
+            print("\n".join(so_far.report["summary"]))
+            _print_expectation(spec, so_far.equivalence)
+            return
+        _print_summary(so_far.report, so_far.equivalence, so_far.meta)
+        _print_metrics(so_far.metrics)
+        _print_answer(so_far.report)
+        if spec.sim.clock == "coupled":
+            # Measured CPU time feeds back into the schedule: variants may legitimately diverge.
+            print("clock coupled: schedules depend on measured CPU time; equivalence not required")
+        else:
+            _print_expectation(spec, so_far.equivalence)
+        sys.stdout.flush()
+
+    outcome = run_compare(spec, progress=False if args.no_progress else None, on_answer=answered)
     if spec.scenario.cluster is not None:
         _print_cluster(outcome)
         return _status(spec, outcome.equivalence)
-    if getattr(args, "summary_only", False):
-        print("\n".join(outcome.report["summary"]))
-        _print_expectation(spec, outcome.equivalence)
-        return _status(spec, outcome.equivalence)
-    _print_summary(outcome.report, outcome.equivalence, outcome.meta)
-    _print_metrics(outcome.metrics)
-    # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
-    wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
-    print(
-        f"\nwall time {wall:.1f} s (+ {outcome.wall_s - wall:.1f} s writing the report); "
-        f"report: {outcome.run_dir / 'report.md'}"
-    )
-    _print_answer(outcome.report)
-    if spec.sim.clock == "coupled":
-        # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
-        print("clock coupled: schedules depend on measured CPU time; equivalence not required")
-    else:
-        _print_expectation(spec, outcome.equivalence)
+    if not summary_only:
+        # report.md's "wall time" is meta["wall_s"] (up to the report); print that same value
+        wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
+        print(
+            f"\nwall time {wall:.1f} s (+ {outcome.wall_s - wall:.1f} s writing the report); "
+            f"report: {outcome.run_dir / 'report.md'}"
+        )
     return _status(spec, outcome.equivalence)
 
 

@@ -177,6 +177,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("--clock", "sim.clock", "%(choices)s; isolated: measured CPU time recorded only "
          "(identical schedules); coupled: added to each step's simulated time",
          metavar="CLOCK", choices=lazy_names("sim.config", "CLOCKS"), when="simulation"),
+    Knob("--no-batch-builder", "sim.batch_builder", "skip the ScheduleBatch builder (its "
+         "tensors and timed build_extend / build_decode ops; the req_to_token rows are still "
+         "written); named in the report's run settings. Default: every step builds its batch, "
+         "timed", action="store_const", const=False, when="simulation", name="batch_builder"),
     Knob("--cost-model", "cost.model", _cost_models, metavar="NAME|PATH.toml",
          when="simulation"),
     Knob("--gpu-mem-gb", "sim.gpu_mem_gb", "derive the KV pool from this memory per GPU minus "

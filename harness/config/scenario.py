@@ -153,17 +153,14 @@ def _variants(
     try:
         out = impl_variants(impls, lists["evictors"], lists["matchers"], lists["flatten"])
     except ValueError as exc:
-        bad = (
-            "evictors"
-            if "evictor" in str(exc)
-            else "matchers"
-            if "matcher" in str(exc)
-            else "flatten"
-        )
+        bad = next((f"{k}s" for k in ("evictor", "matcher") if k in str(exc)), "flatten")
         raise ScenarioError(file, f"variants.{bad}", str(exc)) from None
     out = _hicache_variants(out, table.get(_HICACHE_KEY), impls, file, sim)
     if len({v.name for v in out}) != len(out):
         raise ScenarioError(file, "variants", "variants repeat")
+    if not sim.batch_builder and len({v.flatten for v in out}) > 1:  # nothing to compare
+        why = "--no-batch-builder (batch_builder = false) skips the builds these variants differ in"
+        raise ScenarioError(file, "variants.flatten", why)
     ref, note = _reference(table, file, policy, lists["flatten"][0], {i.label for i in impls})
     if ref is not None and sim.hicache is not None:
         ref, note = _hicache_reference(ref, out[0], file)

@@ -158,6 +158,7 @@ def run_compare(
     run_name: str | None = None,
     extra_meta: dict[str, Any] | None = None,
     full_report: bool = True,
+    on_answer: Callable[[CompareOutcome], None] | None = None,
 ) -> CompareOutcome:
     """Run every variant of ``spec`` and write the report into a new run folder (atomically).
 
@@ -166,6 +167,9 @@ def run_compare(
     to ``config.json`` and the
     report's meta; ``full_report=False`` writes the tables and summaries only (no plots, no
     ``report.md`` / ``report.html``: ``write_report(render=False)``), as sweep cells do.
+    ``on_answer``: called (one server) once the tables are written, before the plots are
+    drawn, with the outcome so far (``run_dir``: the folder being written, ``wall_s``: so
+    far; the report without plots): what a command prints comes before the plots.
     Raises ``ValueError`` / ``TraceError`` on bad input before anything is written.
     """
     started = time.perf_counter()
@@ -232,6 +236,12 @@ def run_compare(
         meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         write_meta(run.tmp, meta)
         report: Mapping[str, Any]
+
+        def answered(result: Mapping[str, Any]) -> None:
+            wall = time.perf_counter() - started
+            assert on_answer is not None
+            on_answer(CompareOutcome(run.tmp, dict(result), equivalence, wall, meta, metrics))
+
         if cluster is None:
             report = write_report(
                 run.tmp,
@@ -245,6 +255,7 @@ def run_compare(
                 render=full_report,
                 baseline=spec.baseline,
                 progress=progress,
+                on_answer=None if on_answer is None else answered,
             )
         else:
             load = pd.concat([s.load_frame() for s in sims], ignore_index=True)

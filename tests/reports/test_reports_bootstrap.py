@@ -73,3 +73,18 @@ def test_method_is_bca_for_small_samples_and_percentile_for_large() -> None:
     b, c = rng.lognormal(0.7, 0.5, 60), rng.lognormal(0.0, 0.5, 60)
     ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=400, seed=1)
     assert lo < ratio < hi and lo > 1.0
+
+
+def test_scipy_is_imported_only_when_a_ci_is_computed() -> None:
+    """Issue 28: ``scipy.stats`` takes 0.3-0.5 s to import; a run with nothing to compare
+    (one variant, ``bench peers``) never computes a CI, so importing the report pipeline and
+    compare must not import it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, radixbench.reports.pipeline, radixbench.harness.experiments.compare; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

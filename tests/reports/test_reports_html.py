@@ -215,3 +215,19 @@ def test_wide_tables_wrap_inside_the_page(tmp_path, meta) -> None:
     for tid in ("t-impls", "t-0"):
         assert tables[tid]["over"] <= 1, (tid, check)  # no scrolling inside its box
         assert tables[tid]["right"] <= check["body"] + 1, (tid, check)
+
+
+def test_run_rows_name_the_batch_builder_setting() -> None:
+    """The run settings say whether the ScheduleBatch builder ran (``--no-batch-builder``
+    named when skipped); a record without the field (replay, older runs) shows no row, and
+    the field survives ``config.json``."""
+    from radixbench.reports.record import RunMeta
+    from radixbench.reports.runmeta import run_rows
+
+    def row(m: RunMeta) -> str | None:
+        return dict(run_rows(m)).get("ScheduleBatch builder")
+
+    assert row(RunMeta()) is None
+    assert row(RunMeta(batch_builder=True)).startswith("on")  # type: ignore[union-attr]
+    off = RunMeta.from_json(json.loads(json.dumps(RunMeta(batch_builder=False).to_json())))
+    assert off.batch_builder is False and "--no-batch-builder" in (row(off) or "")

@@ -98,17 +98,22 @@ def test_creates_directory_and_leaves_no_temp_files(tmp_path: Path, ops_df: pd.D
     assert len(read_table(target, "ops")) == 3
 
 
-@pytest.mark.parametrize("failing", ["to_parquet", "to_csv"])
+@pytest.mark.parametrize(
+    ("module", "failing"), [("pyarrow.parquet", "write_table"), ("pyarrow.csv", "write_csv")]
+)
 def test_failed_write_keeps_old_files(
-    tmp_path: Path, ops_df: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, failing: str
-) -> None:
+    tmp_path: Path, ops_df: pd.DataFrame, monkeypatch: pytest.MonkeyPatch, module: str,
+    failing: str,
+) -> None:  # fmt: skip
+    import importlib
+
     parquet, csv = write_table(ops_df, tmp_path, "ops")
     before = {p.name: p.read_bytes() for p in (parquet, csv)}
 
     def boom(*args, **kwargs):
         raise RuntimeError("serialization failed")
 
-    monkeypatch.setattr(pd.DataFrame, failing, boom)
+    monkeypatch.setattr(importlib.import_module(module), failing, boom)
     with pytest.raises(RuntimeError, match="serialization failed"):
         write_table(ops_df.head(5), tmp_path, "ops")
     monkeypatch.undo()
@@ -128,3 +133,26 @@ def test_written_files_get_the_ordinary_mode(tmp_path, ops_df: pd.DataFrame) -> 
         os.umask(old)
     for path in paths:
         assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_csv_reads_back_as_pandas_would_have_written_it(tmp_path: Path) -> None:
+    """The CSV (Arrow's writer where it reads back alike) gives ``pd.read_csv`` the frame a
+    pandas-written CSV gives: ints, fractional and missing floats, bools, strings with commas
+    and quotes; a float column of whole values stays float (written by pandas)."""
+    df = pd.DataFrame(
+        {
+            "op": pd.Series(["evict", 'say "hi", then', "insert"], dtype="string"),
+            "ns": np.array([1, 2**40, 3], dtype=np.int64),
+            "t": [0.1, 0.30000000000000004, 1e-300],
+            "gap": [np.nan, 1.5, 2.0],
+            "ok": [True, False, True],
+        }
+    )
+    whole = df.assign(t=[1.0, 2.0, 3.0])
+    for frame, stem in ((df, "mixed"), (whole, "whole")):
+        _, csv = write_table(frame, tmp_path, stem)
+        frame.to_csv(tmp_path / f"{stem}-pandas.csv", index=False)
+        want = pd.read_csv(tmp_path / f"{stem}-pandas.csv")
+        pd.testing.assert_frame_equal(pd.read_csv(csv), want, check_exact=True)
+        pd.testing.assert_frame_equal(read_table(tmp_path, stem), frame)
+    assert pd.read_csv(tmp_path / "whole.csv")["t"].dtype == np.float64

@@ -137,3 +137,44 @@ def test_decode_meta_filled_in_place_gives_the_same_batch() -> None:
     for f in ("input_ids", "positions", "seq_lens", "extend_lens", "req_pool_indices"):
         assert getattr(got, f).tolist() == getattr(want, f).tolist(), f
     assert np.shares_memory(got.input_ids.numpy(), m)  # built in place, not copied
+
+
+_DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.gpu,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("dev", _DEVICES)
+def test_rows_only_writes_what_the_builds_write(dev: str) -> None:
+    """``--no-batch-builder``: ``write_extend_rows`` / ``write_decode_rows`` leave
+    ``req_to_token`` exactly as ``build_extend`` / ``build_decode`` do (prefix, new slots, a
+    decode slot at ``seq_len``), on twin pools."""
+    import numpy as np
+
+    tables = []
+    for rows_only in (False, True):
+        pool = ReqToTokenPool(4, 32, dev)
+        alloc = TokenToKVPoolAllocator(64, dev)
+        builder = BatchBuilder(pool, "numpy")
+        prefix = alloc.alloc(2)
+        a = _req(0, [10, 11, 12, 13, 14], prefix, row=1)
+        b = _req(1, [20, 21], torch.empty(0, dtype=torch.int64, device=dev), row=2)
+        loc = alloc.alloc(5)
+        meta = np.array([[99, 98], [5, 2], [1, 2]], dtype=np.int64)
+        dec = alloc.alloc(2)
+        if rows_only:
+            builder.write_extend_rows([a, b], loc)
+            builder.write_decode_rows([a, b], dec, meta)
+        else:
+            builder.build_extend([a, b], loc)
+            builder.build_decode([a, b], dec, meta)
+        tables.append(pool.req_to_token.cpu().clone())
+    assert tables[0][1, :6].tolist() != [0] * 6
+    assert torch.equal(tables[0], tables[1])

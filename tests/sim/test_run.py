@@ -45,6 +45,23 @@ def test_all_requests_finish_and_times_are_ordered(trace100, small_cfg) -> None:
     assert (ops.loc[ops.op == "insert", "key_len"] > 0).all()
 
 
+def test_no_batch_builder_skips_only_the_builds(trace100, small_cfg) -> None:
+    """``batch_builder=False`` (``--no-batch-builder``): no ``build_extend`` /
+    ``build_decode`` rows, every other op row and the request table as with the builder (the
+    rows it still writes are the ones the cache reads)."""
+    import dataclasses
+
+    cols = ["op", "key_len", "result", "tree_nodes", "tree_tokens", "evictable_leaves"]
+    on = run_variant(trace100, small_cfg, Variant(), CPU)
+    off = run_variant(trace100, dataclasses.replace(small_cfg, batch_builder=False), Variant(), CPU)
+    builds = on.ops["op"].isin(["build_extend", "build_decode"])
+    assert builds.any() and not off.ops["op"].isin(["build_extend", "build_decode"]).any()
+    pd.testing.assert_frame_equal(
+        on.ops.loc[~builds, cols].reset_index(drop=True), off.ops[cols].reset_index(drop=True)
+    )
+    pd.testing.assert_frame_equal(on.requests, off.requests)
+
+
 def test_variants_see_identical_schedule(trace100, small_cfg) -> None:
     frames = []
     for e in EVICTORS:

@@ -111,3 +111,28 @@ def test_profile_prints_the_hottest_lines_table_once(
     assert tables == (2 if outside else 1), out
     if not outside:
         assert "the hottest lines above are all in the cache and simulator" in out
+
+
+def test_compare_prints_the_answer_before_the_plots_are_drawn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: the answer comes before the report's slowest part; the run folder then holds
+    every plot, and the last line names it."""
+    import radixbench.reports.drawing as drawing
+
+    real = drawing.draw_plots
+
+    def marked(*args, **kwargs):  # type: ignore[no-untyped-def]
+        print("<drawing plots>")
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(drawing, "draw_plots", marked)
+    argv = ["compare", "prefix-repetition", "--requests", "40", "--evictors", "heapify",
+            "--matchers", "linear", "--reference", "none", "--kv-capacity", "20000",
+            "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.index("\nanswer:\n") < out.index("<drawing plots>") < out.index("\nwall time")
+    run = next(p for p in tmp_path.iterdir() if p.is_dir())
+    assert (run / "plots" / "op_cdf.png").stat().st_size > 0
+    assert out.rstrip().splitlines()[-1].endswith(str(run / "report.md"))

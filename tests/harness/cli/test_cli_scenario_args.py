@@ -63,3 +63,16 @@ def test_every_override_flag_exists_on_compare() -> None:
     assert all(hasattr(args, dest) for dest in OVERRIDES)
     study = build_parser("study").parse_args(["study", "eviction", "--set", "seed=1"])
     assert study.set == ["seed=1"] and not hasattr(study, "requests")
+
+
+def test_no_batch_builder_sets_the_scenario_and_refuses_flatten_variants() -> None:
+    """``--no-batch-builder`` turns the builder off (default on, ``--set`` too); with
+    ``--flatten`` variants, which differ only in the builds, it is a one-line error naming it."""
+    from radixbench.harness.config.scenario import ScenarioError
+
+    assert _scenario("compare", []).sim.batch_builder is True
+    assert _scenario("compare", ["--no-batch-builder"]).sim.batch_builder is False
+    assert _scenario("compare", ["--set", "batch_builder=false"]).sim.batch_builder is False
+    with pytest.raises(ScenarioError, match=r"--flatten: .*--no-batch-builder") as exc:
+        _scenario("compare", ["--no-batch-builder", "--flatten", "chain,numpy"])
+    assert "\n" not in str(exc.value)

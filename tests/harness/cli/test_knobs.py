@@ -93,3 +93,4 @@ def test_an_error_names_the_flag_as_declared() -> None:
     assert _flag(args, "impls") == "--impl"
     assert _flag(args, "max_running") == "--max-running-requests"
     assert _flag(args, "kv_capacity") == "--kv-capacity"
+    assert _flag(args, "batch_builder") == "--no-batch-builder"
