@@ -56,7 +56,9 @@ class RunMeta:
     ``implementations``: the Implementations table's entries (label, spec, version, origin,
     class, files, reference...). ``hit_rate_ceiling`` / ``hit_rate_belady``: the bounds the
     report shows. ``spec``: the whole configuration as JSON (the config hash is over it).
-    ``command_line``: the words that reproduce the run (``radixbench compare ...``).
+    ``cost_model`` / ``cost_source``: the step-time model's name, and its kind, data source, data
+    version and system (``radixbench.sim.cost.cost_info``). ``command_line``: the words that
+    reproduce the run (``radixbench compare ...``).
     ``extra``: further keys (a study point's, a sweep cell's), shown as run rows."""
 
     command: str = "compare"
@@ -72,6 +74,7 @@ class RunMeta:
     max_prefill_tokens: int | None = None
     chunked_prefill_size: int | None = None
     cost_model: str | None = None
+    cost_source: dict[str, Any] | None = None
     baseline: dict[str, str] | None = None
     reference: str = ""
     reference_note: str = ""

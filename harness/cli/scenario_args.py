@@ -241,8 +241,10 @@ def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--cost-model",
-        metavar="NAME|PATH.toml",
-        help=f"step-time model: linear, a preset ({', '.join(preset_names())}) or a TOML file",
+        metavar="NAME|PATH.toml|aic[:...]",
+        help=f"step-time model: a preset ({', '.join(preset_names())}: AIConfigurator's "
+        "measured kernels where it has data, H100/H200; the roofline otherwise), "
+        "roofline:PRESET, aic[:PRESET|MODEL@[TPx]SYSTEM/FRAMEWORK-VERSION], linear or a TOML file",
     )
     c.add_argument(
         "--gpu-mem-gb",

@@ -293,12 +293,25 @@ def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
         base = load_cost_model(model)
     except (ValueError, OSError) as e:
         raise ScenarioError(file, "cost.model", str(e).splitlines()[0]) from None
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    fields = {f.name: _plain(getattr(base, f.name)) for f in dataclasses.fields(base) if f.init}
+    nested = next((f.name for f in dataclasses.fields(base) if dataclasses.is_dataclass(
+        getattr(base, f.name))), None)  # fmt: skip
+    for key in table:  # an AIC model's deployment fields live in its roofline
+        if key not in fields and nested and key in fields[nested]:
+            why = f"a roofline field; {model} runs on AIC's measured kernels"
+            raise ScenarioError(file, f"cost.{key}", f'{why}: set model = "roofline:{model}"')
     cost = build_dataclass(type(base), {**fields, **table}, "cost", file)
     try:
         return dataclasses.replace(sim, cost=cost)
     except ValueError as e:
         raise ScenarioError(file, "cost.model", str(e)) from None
+
+
+def _plain(value: Any) -> Any:
+    """A nested dataclass (an AIC model's roofline) as the table ``build_dataclass`` reads."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+    return value
 
 
 def bundled_scenarios() -> dict[str, pathlib.Path]:
