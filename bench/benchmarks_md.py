@@ -1,8 +1,9 @@
 """The sections of ``BENCHMARKS.md``: ``bench sim`` writes its ``Simulator speed`` section
 between :data:`START` and :data:`END`, ``bench served`` its ``SGLang as served`` section between
-:data:`SERVED_START` and :data:`SERVED_END`, each leaving the rest of the file as it was
+:data:`SERVED_START` and :data:`SERVED_END`, ``bench cost`` its ``Step times`` section between
+:data:`COST_START` and :data:`COST_END`, each leaving the rest of the file as it was
 (:func:`write_section`); ``bench cache`` and ``bench alloc`` rewrite the whole file and keep
-both sections after their text (:func:`write_document`). Every write is atomic, with the mode
+those sections after their text (:func:`write_document`). Every write is atomic, with the mode
 a plain write would give (``reports._atomic.atomic_paths``)."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from radixbench.bench.sim import SimBench, lines
 from radixbench.reports._atomic import atomic_paths
 
 __all__ = [
-    "END", "SERVED_END", "SERVED_START", "START", "markdown", "with_section_of",
+    "COST_END", "COST_START", "END", "SERVED_END", "SERVED_START", "START", "markdown",
+    "with_section_of",
     "write_document", "write_section",
 ]  # fmt: skip
 
@@ -21,8 +23,10 @@ START = "<!-- bench-sim:start -->"
 END = "<!-- bench-sim:end -->"
 SERVED_START = "<!-- bench-served:start -->"
 SERVED_END = "<!-- bench-served:end -->"
+COST_START = "<!-- bench-cost:start -->"
+COST_END = "<!-- bench-cost:end -->"
 #: The kept sections, as ``(start, end)`` markers, in the order :func:`with_section_of` appends.
-SECTIONS = ((START, END), (SERVED_START, SERVED_END))
+SECTIONS = ((START, END), (SERVED_START, SERVED_END), (COST_START, COST_END))
 
 
 def markdown(b: SimBench, command: str) -> str:

@@ -8,6 +8,8 @@ included) atomically to ``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` t
 ``bench alloc`` runs only the KV-allocator benchmark (radixbench's allocators against sglang's)
 and prints (``--markdown``: writes) its section with the machine details. ``bench sim`` times the
 simulator and prints each figure as it comes (``--markdown``: its section of the file).
+``bench cost`` sets AIC's step times against the roofline's over a grid of shapes per
+preset (table, plot, ``--markdown``: its section).
 ``bench served`` times radixbench's evictors and matchers against sglang 0.5.23's Rust and
 Python tree cores and legacy ``RadixCache`` in one process and prints one table and the status
 of issue 21's targets (its rows also in ``--out``/``bench_served.csv``; ``--markdown``: its
@@ -48,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     targets = b.add_subparsers(
         dest="target",
-        metavar="{cache,alloc,sim,served,cluster}",
+        metavar="{cache,alloc,sim,served,cluster,cost}",
         required=True,
         parser_class=Parser,
     )
@@ -121,6 +123,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instance counts, each a run of the whole trace",
     )
     c.add_argument("--router", default="cache-aware", help="the routing policy")
+    k = targets.add_parser(
+        "cost",
+        formatter_class=fmt,
+        help="step times: AIConfigurator's measured kernels vs the roofline, per preset, on a "
+        "grid of prefill and decode shapes",
+    )
+    k.set_defaults(func=run)
+    k.add_argument("--quick", action="store_true", help="the grid's corners only")
+    k.add_argument("--presets", type=csv_list, metavar="P[,P...]", help="default: every AIC one")
+    k.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plot")
+    k.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="FILE",
+        help="also write the Step times section of FILE (its plot into docs/ beside FILE)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_alloc(args)
     if args.target == "served":
         return _run_served(args)
+    if args.target == "cost":
+        return _run_cost(args)
     return _run_cache(args)
 
 
@@ -286,4 +306,33 @@ def _run_cluster(args: argparse.Namespace) -> int:
         raise UsageError(f"--instances: counts must be >= 1, got {','.join(args.instances)}")
     result = run_cluster_bench(args.requests, counts, args.router)
     print(result.table())
+    return 0
+
+
+def _run_cost(args: argparse.Namespace) -> int:
+    """``bench cost``: the grid's rows to ``--out``/bench_cost.csv, the summary table and the
+    plot; ``--markdown``: its section of the file (and the plot in ``docs/`` beside it)."""
+    import pandas as pd
+
+    from radixbench.bench.benchmarks_md import COST_END, COST_START, write_section
+    from radixbench.bench.cost import CostGrid, cost_rows, markdown, plot, summary, uncovered
+
+    grid = CostGrid.quick() if args.quick else CostGrid()
+    try:
+        rows = cost_rows(grid, args.presets)
+    except ValueError as e:
+        raise UsageError(f"--presets: {e}" if args.presets else str(e)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(args.out / "bench_cost.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"not covered by AIC (roofline): {', '.join(uncovered()) or 'none'}")
+    png = plot(rows, args.out / "bench_cost.png")
+    print(f"grid rows: {args.out / 'bench_cost.csv'}; plot: {png}")
+    if args.markdown:
+        rel = "docs/bench-cost.png"
+        plot(rows, args.markdown.parent / rel)
+        cmd = "radixbench bench cost" + (" --quick" if args.quick else "")
+        write_section(args.markdown, markdown(rows, cmd, rel), COST_START, COST_END)
+        print(f"wrote the Step times section of {args.markdown}")
     return 0
