@@ -108,10 +108,15 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def source_line(preset: str) -> str:
-    info = cost_info(load_cost_model(preset))
-    return (f"{preset}: {info['source']}, {info['framework']} {info['version']} "
-            f"(by op: {info['data_versions']}), {info['system']}, TP {info['tp']}")  # fmt: skip
+def source_lines(presets: list[str]) -> list[str]:
+    """The AIC data behind ``presets``, one line per data source: the source, framework
+    version, the data version of each op family, and the presets (system, TP) it serves."""
+    by: dict[str, list[str]] = {}
+    for p in presets:
+        i = cost_info(load_cost_model(p))
+        key = f"{i['source']}: {i['framework']} {i['version']} (by op: {i['data_versions']})"
+        by.setdefault(key, []).append(f"{p} ({i['system']}, TP {i['tp']})")
+    return [f"{k} — {', '.join(v)}" for k, v in by.items()]
 
 
 def plot(rows: pd.DataFrame, path: Path) -> Path:
@@ -133,7 +138,7 @@ def plot(rows: pd.DataFrame, path: Path) -> Path:
             axes[0][j].plot(isl, g["ratio"], marker="o", ms=3, label=f"{frac:.0%} cached")
         dec = df[df["phase"].eq("decode")]
         for b, g in dec.groupby("batch"):
-            axes[1][j].plot(g["context"], g["ratio"], marker="o", ms=3, label=f"batch {b}")
+            axes[1][j].plot(g["context"], g["ratio"], marker="o", ms=3, label=f"batch {int(b)}")
         axes[0][j].set_title(name, fontsize=9)
         for ax, xl in ((axes[0][j], "tokens per request (prefill, 1 request)"),
                        (axes[1][j], "context per request (decode)")):  # fmt: skip
@@ -168,13 +173,20 @@ def markdown(rows: pd.DataFrame, command: str, plot_rel: str | None) -> str:
         "batch 1-256 x context 1k-32k per request). Ratio = AIC / roofline: below 1 the "
         "roofline overstates the step. Decomposition = radixbench's composed AIC prefill "
         "(shared GEMM pass over all tokens + each request's share of a uniform batch's "
-        "attention, rounded to 8 significant bits) against AIC's own uniform-batch call.",
+        "attention, rounded to 8 significant bits) against AIC's own uniform-batch call: "
+        "its largest error is the rounding. Mixed batches: radixbench's steps are prefill or "
+        "decode, never both (sglang's default, no `--enable-mixed-chunk`), so AIC's mixed "
+        "prefill + decode step is not used; a prefill batch of unequal requests is the "
+        "decomposition above, each request charged its share of a uniform batch of its "
+        "own shape; a decode batch is charged at its mean context.",
         "",
-        "Data: " + "; ".join(source_line(p) for p in dict.fromkeys(rows["preset"])) + ".",
+        "Data:",
+        "",
+        *(f"- {line}" for line in source_lines(list(dict.fromkeys(rows["preset"])))),
         "",
         f"Not covered by AIC (the roofline runs them): {', '.join(uncovered()) or 'none'}.",
         "",
-        "| preset | shapes | n | AIC / roofline min | median | max | decomposition max |err| |",
+        "| preset | shapes | n | AIC / roofline min | median | max | decomposition, max error |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in s.itertuples(index=False):
