@@ -138,7 +138,7 @@ def plot(rows: pd.DataFrame, path: Path) -> Path:
             axes[0][j].plot(isl, g["ratio"], marker="o", ms=3, label=f"{frac:.0%} cached")
         dec = df[df["phase"].eq("decode")]
         for b, g in dec.groupby("batch"):
-            axes[1][j].plot(g["context"], g["ratio"], marker="o", ms=3, label=f"batch {int(b)}")
+            axes[1][j].plot(g["context"], g["ratio"], marker="o", ms=3, label=f"batch {b:g}")
         axes[0][j].set_title(name, fontsize=9)
         for ax, xl in ((axes[0][j], "tokens per request (prefill, 1 request)"),
                        (axes[1][j], "context per request (decode)")):  # fmt: skip
