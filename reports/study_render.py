@@ -248,6 +248,15 @@ def _table(points: pd.DataFrame, family: str) -> str:
     return markdown_table(head, rows)
 
 
+def _cost_lines(info: Any) -> list[str]:
+    """The Method's line naming the step-time model (``meta["cost_model"]``: ``cost_info``)."""
+    if not isinstance(info, Mapping):
+        return []
+    from radixbench.reports.runmeta import cost_source_text
+
+    return [f"Step times: {info.get('name', '?')} — {cost_source_text(info)}.", ""]
+
+
 def write_study(
     run_dir: Path,
     points: pd.DataFrame,
@@ -310,6 +319,7 @@ def write_study(
         "crosses the line. Cache share: measured CPU time of cache operations and batch "
         "builds / simulated step time, over the window.",
         "",
+        *_cost_lines(meta.get("cost_model")),
         f"Wall time: {meta.get('wall_s', '?')} s; load average (1 min) at start / end: "
         f"{' / '.join(map(str, meta.get('load_avg_1min', ('?', '?'))))} on "
         f"{env.get('cores', '?')} cores (a loaded machine inflates every measured CPU time, "

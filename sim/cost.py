@@ -329,7 +329,7 @@ def cost_info(cost: Any) -> dict[str, Any]:
         eff = (f"compute {cost.compute_eff:g}, bandwidth {cost.bw_eff:g}, "
                f"{cost.step_overhead_s * 1e3:g} ms per step")  # fmt: skip
         how = cost.source or "estimated"
-        source = f"roofline: datasheet peaks x efficiencies {how} ({eff})"
+        source = f"datasheet peaks x efficiencies {how} ({eff})"
         return {"name": name, "kind": "roofline", "source": source, "version": None,
                 "system": name.partition("@")[2], "tp": cost.tp}  # fmt: skip
     return {"name": name, "kind": "linear", "source": "linear in tokens (fitted defaults)",

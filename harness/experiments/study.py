@@ -31,6 +31,7 @@ from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study import FAMILIES, point_rows
 from radixbench.reports.tables import read_table
+from radixbench.sim.cost import cost_info
 
 __all__ = ["StudyOutcome", "best_variant", "run_point", "run_study"]
 
@@ -139,6 +140,9 @@ def run_study(
                 for f in dataclasses.fields(spec)
                 if f.name != "sections"
             },
+            "cost_model": cost_info(
+                load_scenario(spec.scenario, spec.overrides(0, extra)).sim.cost
+            ),
             "wall_s": round(time.perf_counter() - started, 1),
             "load_avg_1min": (round(load_start, 1), round(os.getloadavg()[0], 1)),
             "environment": environment(),

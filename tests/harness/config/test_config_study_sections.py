@@ -120,5 +120,10 @@ def test_served_section_sets_every_curve_against_the_best(tmp_path: Path, study_
     assert served_section(pts.drop(columns=["best"])) == []
     meta = {"name": "eviction", "mode": "quick", "family": "eviction", "description": "d",
             "scenario": "thin-leaves", "baseline": "base", "candidates": ("cand",)}  # fmt: skip
+    from radixbench.sim.cost import cost_info, load_cost_model
+
+    meta["cost_model"] = cost_info(load_cost_model("roofline:llama-3.1-8b-h100"))
     out = write_study(tmp_path, pts, meta, (served_section,))
-    assert out["plot"].is_file() and "## Against the best evictor" in out["study_md"].read_text()
+    md = out["study_md"].read_text()
+    assert out["plot"].is_file() and "## Against the best evictor" in md
+    assert "Step times: Llama-3.1-8B@H100-SXM-80GBx1 — roofline: datasheet peaks" in md
