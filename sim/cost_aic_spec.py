@@ -64,11 +64,10 @@ def resolve_version(system: str, framework: str, version: str | None) -> str:
     """The literal data version of ``framework`` on ``system``: ``version`` if AIC exposes it
     (an alias ``current`` / ``previous`` / ``next`` resolved), else, for ``None``, the exposed
     sglang version nearest :data:`REFERENCE_SGLANG` (other frameworks: AIC's current)."""
+    root = _systems_dir()  # refuses first when aiconfigurator-core is missing
     from aiconfigurator_core.sdk.perf_database import get_version_slots
 
-    systems = sorted(
-        p.stem for p in _systems_dir().glob("*.yaml") if (p.parent / "data" / p.stem).is_dir()
-    )
+    systems = sorted(p.stem for p in root.glob("*.yaml") if (p.parent / "data" / p.stem).is_dir())
     if system not in systems:
         raise ValueError(f"AIC has no system {system!r}; known: {', '.join(systems)}")
     slots = get_version_slots(system, framework)

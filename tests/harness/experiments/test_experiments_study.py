@@ -149,19 +149,19 @@ def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> Non
 @pytest.mark.e2e  # a Dask cluster
 def test_a_study_draws_the_served_cache_as_one_more_curve(tmp_path, cluster) -> None:
     """``[variants] reference = "sglang"``: sglang 0.5.23's served cache runs at every point
-    beside the algorithms and is reduced like a candidate, named ``sglang (served)``."""
+    beside the algorithms and is reduced like a candidate, named ``sglang (served, Rust core)``."""
     if importlib.util.find_spec("sglang") is None:
         pytest.skip("sglang is not installed (make install)")
     text = TINY.replace("[variants]", '[variants]\nreference = "sglang"')
     spec = load_study(_write(tmp_path, text), quick=True)
     out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
     pts = pd.read_parquet(out.run_dir / "points.parquet")
-    assert set(pts["candidate"]) == {"persistent-heap", "sglang (served)"}
-    served = pts[pts["candidate"] == "sglang (served)"]
+    assert set(pts["candidate"]) == {"persistent-heap", "sglang (served, Rust core)"}
+    served = pts[pts["candidate"] == "sglang (served, Rust core)"]
     assert list(served["point"]) == [0, 1] and (served["candidate_variant"] == "sglang/numpy").all()
     # its ops are timed like the algorithms' (under the coupled clock they move the schedule)
     assert served["op_cand_ns"].notna().all() and served["op_ratio"].notna().all()
-    assert "sglang (served) vs heapify" in (out.run_dir / "study.md").read_text()
+    assert "sglang (served, Rust core) vs heapify" in (out.run_dir / "study.md").read_text()
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
