@@ -10,13 +10,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # torch is pinned to a range (>=2.4,<2.14) that the local CPU wheel satisfies.
-# The real SGLang (radixbench.cache.sglang_loader runs its RadixCache) is a separate step with
+# The real SGLang (radixbench.cache.sglang.legacy_load runs its RadixCache) is a separate step with
 # --no-deps: only its pure-Python radix-cache modules are loaded, while its dependencies (CUDA
 # kernels, triton, flashinfer, a GPU torch...) are gigabytes and need a GPU. A pyproject.toml
 # optional-dependency group cannot say --no-deps, hence no `sglang` extra. Offline, the step
 # warns and goes on: the tests that need sglang skip with the reason. msgspec (one of sglang's
 # own dependencies, pure C, no further deps) is needed by its UnifiedRadixCache and tree cores
-# (radixbench.cache.sglang_unified), the cache sglang 0.5.23 serves with; pyzmq (also one of its
+# (radixbench.cache.sglang.unified_load), the cache sglang 0.5.23 serves with; pyzmq (one of its
 # dependencies, a self-contained wheel) by its disaggregation/kv_events.py, which the served
 # cache imports for its KV-event classes (without it the demo's sglang reference cannot load).
 SGLANG_PIN := sglang==0.5.23

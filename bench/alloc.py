@@ -23,52 +23,20 @@ paged, sglang 0.5.23 puts freed pages at the front of its free list, radixbench 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter_ns
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 import torch
 
 from radixbench.bench.calibration import Calibration
-from radixbench.bench.timing import gc_paused
+from radixbench.bench.timing import Row, gc_paused
 from radixbench.cache.allocator import TokenToKVPoolAllocator
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator
-from radixbench.cache.sglang_finder import ModuleSet
-from radixbench.cache.sglang_modules import SGLangLoadError, load_modules
-from radixbench.cache.sglang_package import installed_dir, read_version
+from radixbench.cache.sglang import SGLangAllocators, SGLangLoadError, load_allocators
 from radixbench.reports.markdown import markdown_table
-
-Row = dict[str, object]
-
-#: SGLang's allocator modules, executed from the installed package by the one SGLang loader
-#: (``radixbench.cache.sglang_modules``), with what ``paged.py`` imports at module level for its
-#: GPU paths, which ``alloc`` / ``free`` never call (the torch fallbacks need none), stubbed:
-#: triton kernels, the platform and ``sglang.srt.utils`` (whose ``__init__`` pulls in sglang's
-#: serving dependencies). ``get_bool_env_var`` keeps sglang's meaning (reads
-#: ``SGLANG_DEBUG_MEMORY_POOL``); the platform says it has no triton.
-ALLOCATOR_MODULES = ModuleSet(
-    real=tuple(f"sglang.srt.mem_cache.allocator.{m}" for m in ("base", "token", "paged")),
-    stubbed={
-        "sglang.kernels.ops.memory.allocator": "paged: triton kernels, used only with triton",
-        "sglang.srt.platforms": "paged: current_platform, read for supports_triton only",
-        "sglang.srt.utils": "paged: env flags, is_hip; the rest only on GPU paths",
-    },
-    attributes={
-        "sglang.srt.platforms": {
-            "current_platform": SimpleNamespace(capabilities=SimpleNamespace(supports_triton=False))
-        },
-        "sglang.srt.utils": {
-            "get_bool_env_var": lambda name, default="false": (
-                os.getenv(name, default).lower() in ("true", "1")
-            ),
-            "is_hip": lambda: False,
-        },
-    },
-)
 
 
 class SGLangAllocatorsUnavailable(RuntimeError):
@@ -76,30 +44,14 @@ class SGLangAllocatorsUnavailable(RuntimeError):
     ``SGLangLoadError`` without its ``"sglang: "`` prefix)."""
 
 
-@dataclass(frozen=True)
-class SGLangAllocators:
-    """sglang's ``TokenToKVPoolAllocator`` and ``PagedTokenToKVPoolAllocator`` classes."""
-
-    version: str
-    origin: str
-    token: type
-    paged: type
-
-
 def load_sglang_allocators() -> SGLangAllocators:
-    """Execute sglang's allocator modules (:data:`ALLOCATOR_MODULES`) from the installed
-    package with the one SGLang loader (``sglang_modules.load_modules``: no package
-    ``__init__``, ``sys.modules`` left as it was). Raises ``SGLangAllocatorsUnavailable``
-    (the loader's one-line reason) when sglang is not installed or its files do not load."""
+    """sglang's allocator classes (``radixbench.cache.sglang.load_allocators``: executed from the
+    installed package by the one SGLang loader). Raises ``SGLangAllocatorsUnavailable`` (the
+    loader's one-line reason) when sglang is not installed or its files do not load."""
     try:
-        pkg = installed_dir("sglang")
-        modules = load_modules("sglang", pkg, ALLOCATOR_MODULES).modules
+        return load_allocators()
     except SGLangLoadError as e:
         raise SGLangAllocatorsUnavailable(str(e).removeprefix("sglang: ")) from None
-    version = read_version(pkg)[0] or "unknown version"
-    token = modules["sglang.srt.mem_cache.allocator.token"].TokenToKVPoolAllocator
-    paged = modules["sglang.srt.mem_cache.allocator.paged"].PagedTokenToKVPoolAllocator
-    return SGLangAllocators(version, str(pkg), token, paged)
 
 
 @dataclass(frozen=True)

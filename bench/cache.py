@@ -43,7 +43,7 @@ from time import perf_counter_ns
 
 import torch
 
-from radixbench.bench.timing import alone, gc_paused, interleaved
+from radixbench.bench.timing import Row, alone, gc_paused, interleaved
 from radixbench.cache import (
     EVICTORS,
     MATCHERS,
@@ -55,8 +55,6 @@ from radixbench.cache import (
 from radixbench.cache.key import child_key
 from radixbench.cache.matcher import Matcher, make_matcher
 from radixbench.cache.node import TreeNode
-
-Row = dict[str, object]
 
 
 @dataclass(frozen=True)

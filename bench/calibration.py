@@ -25,26 +25,26 @@ from dataclasses import dataclass
 __all__ = ["Calibration", "calibrate", "numpy_kernel", "reference_loop"]
 
 
-class _Node:
+class _TrieNode:
     __slots__ = ("children", "hits", "key")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.hits = 0
-        self.children: dict[int, _Node] = {}
+        self.children: dict[int, _TrieNode] = {}
 
 
 def reference_loop(n: int = 20_000) -> int:
     """The fixed pure-Python reference workload (``n`` iterations); returns a checksum so that
     nothing is optimised away."""
-    root = _Node(0)
-    stack: list[_Node] = []
+    root = _TrieNode(0)
+    stack: list[_TrieNode] = []
     total = 0
     for i in range(n):
         k = (i * 2_654_435_761) & 1023
         node = root.children.get(k)
         if node is None:
-            node = root.children[k] = _Node(k)
+            node = root.children[k] = _TrieNode(k)
         node.hits += 1
         stack.append(node)
         if len(stack) > 8:

@@ -29,9 +29,12 @@ __all__ = ["ClusterBench", "run_cluster_bench", "time_cluster"]
 VARIANT = "heapify/galloping/numpy"
 
 
-def time_cluster(requests: int | None, instances: int, router: str) -> dict[str, Any]:
+def time_cluster(requests: int | None, instances: int, router: str, loader: str) -> dict[str, Any]:
     """One run in this process: ``instances == 0`` is the one server without a router, else
-    ``instances`` servers behind ``router``. Returns the figures (module docstring)."""
+    ``instances`` servers behind ``router``. ``loader``: ``module:function`` giving
+    ``(SimConfig, requests)`` of a scenario name and overrides (the harness's
+    ``bench_inputs.scenario_requests``). Returns the figures (module docstring)."""
+    import importlib
     import resource
     import time
 
@@ -39,8 +42,6 @@ def time_cluster(requests: int | None, instances: int, router: str) -> dict[str,
 
     from radixbench.cluster.run import ClusterSim
     from radixbench.cluster.spec import ClusterSpec, router_variants
-    from radixbench.harness.config.scenario import load_scenario
-    from radixbench.harness.experiments.workload import load_requests
     from radixbench.sim.config import Variant
     from radixbench.sim.run import VariantSim
 
@@ -48,16 +49,19 @@ def time_cluster(requests: int | None, instances: int, router: str) -> dict[str,
     overrides: dict[str, Any] = {"cluster.routers": [router]}
     if requests is not None:
         overrides["arrivals.max_requests"] = requests
-    sc = load_scenario("mooncake-cluster", overrides)
-    trace = load_requests(sc, None).requests
-    base = Variant(*VARIANT.split("/"))
+    module, _, function = loader.partition(":")
+    sim_cfg, trace = getattr(importlib.import_module(module), function)(
+        "mooncake-cluster", overrides
+    )
+    evictor, matcher, flatten = VARIANT.split("/")
+    base = Variant(evictor, matcher, flatten)
     cpu = torch.device("cpu")
     w0, c0 = time.perf_counter(), time.process_time()
     if instances == 0:
-        sim: Any = VariantSim(trace, sc.sim, base, cpu)
+        sim: Any = VariantSim(trace, sim_cfg, base, cpu)
     else:
         spec = ClusterSpec(instances=instances, routers=(router,))
-        sim = ClusterSim(trace, sc.sim, router_variants([base], spec)[0], cpu, spec)
+        sim = ClusterSim(trace, sim_cfg, router_variants([base], spec)[0], cpu, spec)
     while sim.step(1 << 30):
         pass
     res = sim.result()
@@ -78,11 +82,11 @@ def time_cluster(requests: int | None, instances: int, router: str) -> dict[str,
     }
 
 
-def _run_child(requests: int | None, instances: int, router: str) -> dict[str, Any]:
+def _run_child(requests: int | None, instances: int, router: str, loader: str) -> dict[str, Any]:
     code = (
         "import json\n"
         "from radixbench.bench.cluster import time_cluster\n"
-        f"print(json.dumps(time_cluster({requests!r}, {instances!r}, {router!r})))\n"
+        f"print(json.dumps(time_cluster({requests!r}, {instances!r}, {router!r}, {loader!r})))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -126,11 +130,14 @@ class ClusterBench:
         return "\n".join(lines)
 
 
-def run_cluster_bench(requests: int | None, instances: list[int], router: str) -> ClusterBench:
-    """The one-server run, then ``router`` over each count of ``instances`` (fresh processes).
+def run_cluster_bench(
+    requests: int | None, instances: list[int], router: str, loader: str
+) -> ClusterBench:
+    """The one-server run, then ``router`` over each count of ``instances`` (fresh processes,
+    each loading the scenario with ``loader``, ``module:function``: see :func:`time_cluster`).
     Raises ``RuntimeError`` when a run fails."""
-    rows = [_run_child(requests, 0, router)]
-    rows += [_run_child(requests, n, router) for n in instances]
+    rows = [_run_child(requests, 0, router, loader)]
+    rows += [_run_child(requests, n, router, loader) for n in instances]
     cl = [r for r in rows if r["instances"] > 0]
     if len(cl) >= 2:
         slope, fixed = np.polyfit([r["instances"] for r in cl], [r["maxrss_mb"] for r in cl], 1)

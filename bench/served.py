@@ -15,6 +15,8 @@ simulator runs it), so a figure is the cost of the call a scheduler makes, adapt
 * ``evict``: ``evict(16)`` on trees of 1k / 50k / 100k one-token evictable leaves under the
   root (inserted in a seeded order); every call evicts 16 more. radixbench per evictor.
 * ``insert``: 1,000-token inserts sharing 0-900-token prefixes (fresh cache per round; per call).
+* ``adapter``: the overhead of ``--impl sglang`` / ``sglang-python`` per op: what a run
+  records against SGLang's own calls on the same ops (:mod:`radixbench.bench.served_adapter`).
 * ``mixed``: a request stream (16 chats of several turns interleaved; the KV pool holds two
   thirds of what they add up to, so evictions run): per request ``match_prefix`` of the
   prompt, lock, ``evict`` of the shortfall, ``insert`` of prompt + reply, unlock (fresh cache
@@ -40,12 +42,11 @@ from typing import Any
 
 import torch
 
-from radixbench.bench.timing import interleaved_stats
+from radixbench.bench.timing import Row, Timed, interleaved_stats
 from radixbench.cache import EVICTORS, MATCHERS, CacheConfig, RadixKey, TokenToKVPoolAllocator
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.registry import ImplError, make_cache, resolve
 
-Row = dict[str, Any]
 #: SGLang's caches, as columns: ``--impl`` spec -> column name.
 SGLANG = {"sglang": "sglang (Rust core)", "sglang-python": "sglang (Python core)",
           "sglang-legacy": "sglang-legacy"}  # fmt: skip
@@ -65,10 +66,11 @@ class ServedSpec:
     inserts: int = 200
     mixed_requests: int = 300
     reps: int = 9
+    adapter_requests: int = 600
 
     @classmethod
     def quick(cls) -> ServedSpec:
-        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3)
+        return cls(10_000, (1_000, 10_000), 100, (8, 512), (1_000, 3_000), 16, 20, 40, 3, 60)
 
 
 def _key(tokens: Any) -> RadixKey:
@@ -87,9 +89,11 @@ def available(specs: tuple[str, ...] = tuple(SGLANG)) -> tuple[list[str], dict[s
     return ok, skipped
 
 
-def _make(spec: str, slots: int, evictor: str = "heapify", matcher: str = "galloping") -> Any:
+def _make(
+    spec: str, slots: int, evictor: str = "heapify", matcher: str = "galloping", pool: Any = None
+) -> Any:
     alloc = TokenToKVPoolAllocator(slots, debug=False)
-    return make_cache(spec, None, alloc, CacheConfig(evictor=evictor, matcher=matcher))
+    return make_cache(spec, pool, alloc, CacheConfig(evictor=evictor, matcher=matcher))
 
 
 def _columns(sglang: list[str], axis: str) -> dict[str, Callable[[int], Any]]:
@@ -97,7 +101,7 @@ def _columns(sglang: list[str], axis: str) -> dict[str, Callable[[int], Any]]:
     names = sorted(EVICTORS) if axis == "evictor" else sorted(MATCHERS)
     cols: dict[str, Callable[[int], Any]] = {}
     for n in names:
-        kw = {axis: n}
+        kw: dict[str, Any] = {axis: n}
         cols[f"radixbench {n}"] = partial(_make, "radixbench", **kw)
     for spec in sglang:
         cols[SGLANG[spec]] = partial(_make, spec)
@@ -148,7 +152,7 @@ def bench_match(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     ]
     for shape, length, nodes in shapes:
         tokens = array("q", range(length))
-        fns = {}
+        fns: dict[str, Any] = {}  # closures binding their case by default arguments
         for name, factory in _columns(sglang, "matcher").items():
             cache = factory(length + 1)
             _path(cache, tokens, nodes)
@@ -174,7 +178,7 @@ def _bench_chat(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     chats = _chats(sessions, length)
     turn = 256
     queries = [RadixKey(c + array("q", range(i, i + 128))) for i, c in enumerate(chats)]
-    fns = {}
+    fns: dict[str, Any] = {}  # closures binding their case by default arguments
     for name, factory in _columns(sglang, "matcher").items():
         cache = factory(sessions * length + 1)
         for end in range(turn + 256, length + 1, turn):  # turn by turn: a node per turn
@@ -201,7 +205,7 @@ def bench_evict(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     for n in spec.evict_leaves:
         caches = {k: _leaves(f(n + 1), n) for k, f in _columns(sglang, "evictor").items()}
         victims: dict[str, list[tuple[int, ...]]] = {k: [] for k in caches}
-        fns = {
+        fns: dict[str, Any] = {
             k: lambda c=c, v=victims[k]: v.append(tuple(c.evict(spec.evict_k).victims))
             for k, c in caches.items()
         }
@@ -243,7 +247,9 @@ def bench_insert(spec: ServedSpec, sglang: list[str]) -> list[Row]:
         for k in keys:
             cache.insert(k, value)
 
-    fns = {k: _stream_fn(f, 2, work) for k, f in _columns(sglang, "matcher").items()}
+    fns: dict[str, Timed] = {
+        k: _stream_fn(f, 2, work) for k, f in _columns(sglang, "matcher").items()
+    }
     stats = interleaved_stats(fns, spec.reps, per=len(keys))
     return _rows("insert", stats, tokens=1000)
 
@@ -296,14 +302,21 @@ def bench_mixed(spec: ServedSpec, sglang: list[str]) -> list[Row]:
     evictions = _serve(_make("radixbench", slots), requests)
     if not evictions:
         raise RuntimeError("bench served: the mixed stream never evicts")
-    fns = {k: _stream_fn(f, slots, lambda c: _serve(c, requests)) for k, f in factories.items()}
+    fns: dict[str, Timed] = {
+        k: _stream_fn(f, slots, lambda c: _serve(c, requests)) for k, f in factories.items()
+    }
     stats = interleaved_stats(fns, spec.reps, per=len(requests))
     return _rows("mixed", stats, requests=len(requests), evictions=evictions)
 
 
 def run_served(spec: ServedSpec) -> tuple[list[Row], dict[str, str]]:
-    """Every case; the rows and the SGLang implementations left out (with why)."""
+    """Every case, then the adapter's overhead (``case`` ``adapter``,
+    :mod:`radixbench.bench.served_adapter`); the rows and the SGLang implementations left out
+    (with why)."""
+    from radixbench.bench.served_adapter import bench_adapter
+
     sglang, skipped = available()
     rows = bench_match(spec, sglang) + bench_evict(spec, sglang)
     rows += bench_insert(spec, sglang) + bench_mixed(spec, sglang)
+    rows += bench_adapter(spec.adapter_requests, sglang)
     return rows, skipped

@@ -23,7 +23,7 @@ from radixbench.bench.served import RUST, SGLANG, Row
 from radixbench.bench.timing import GC_METHOD
 from radixbench.reports.markdown import markdown_table
 
-__all__ = ["markdown", "table", "target_lines", "write_rows"]
+__all__ = ["adapter_table", "markdown", "table", "target_lines", "write_rows"]
 
 PYTHON = SGLANG["sglang-python"]
 #: radixbench variants kept as baselines, not as candidates (named in the targets' lines).
@@ -53,13 +53,43 @@ def _x(x: Any) -> str:
     return "n/a" if math.isnan(v) else f"{v:.2f}x"
 
 
+def _cases(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r["case"] != "adapter"]
+
+
 def table(rows: Sequence[Row], cal: Calibration) -> str:
-    """Every row, in run order, as a Markdown table."""
+    """Every case's rows, in run order, as a Markdown table; then the adapter's overhead
+    (:func:`adapter_table`) when the run measured it."""
     head = ["case", "size", "variant", "median ns", "min ns", "max ns", "x Rust core", "cal"]
     body = [
         [str(r["case"]), _size(r), str(r["variant"]), _ns(r["median_ns"]), _ns(r["min_ns"]),
          _ns(r["max_ns"]), _x(r["x_sglang"]), f"{cal.cal(float(r['median_ns'])):.3g}"]
-        for r in rows
+        for r in _cases(rows)
+    ]  # fmt: skip
+    adapter = adapter_table(rows)
+    return markdown_table(head, body) + (f"\n\n{adapter}" if adapter else "")
+
+
+def _pct(x: Any) -> str:
+    return f"{100 * float(x):+.1f} %"
+
+
+def adapter_table(rows: Sequence[Row]) -> str:
+    """The adapter's overhead per implementation and op (``bench.served_adapter``): SGLang's
+    own call (direct) and what a run records for it through ``--impl`` (median ns per call),
+    the overhead (recorded / direct - 1, with its 95 % paired-bootstrap interval) and the
+    adapter's whole call (conversions, shape shadow, stats read: wall time, not figures) as a
+    multiple of the direct call. Empty when the run has no adapter rows."""
+    ad = [r for r in rows if r["case"] == "adapter"]
+    if not ad:
+        return ""
+    head = ["adapter", "op", "calls", "direct ns", "recorded ns", "overhead [95 % CI]",
+            "adapter wall"]  # fmt: skip
+    body = [
+        [str(r["variant"]), str(r["op"]), f"{int(r['calls']):,}", _ns(r["direct_ns"]),
+         _ns(r["recorded_ns"]), f"{_pct(r['overhead'])} [{_pct(r['overhead_lo'])}, "
+         f"{_pct(r['overhead_hi'])}]", f"{float(r['wall']):.2f}x"]
+        for r in ad
     ]  # fmt: skip
     return markdown_table(head, body)
 
@@ -138,10 +168,29 @@ def _python_target(rows: Sequence[Row]) -> str:
     return f"{want}: NOT met, {len(slower)} slower: " + "; ".join(slower)
 
 
+def _adapter_target(rows: Sequence[Row]) -> str:
+    from radixbench.bench.served_adapter import ADAPTER_TARGET
+
+    want = f"the adapter adds at most {ADAPTER_TARGET:.0%} to what SGLang's calls take"
+    ad = [r for r in rows if r["case"] == "adapter"]
+    if not ad:
+        return f"{want}: not measured ({RUST} not loaded)"
+    over = [r for r in ad if float(r["overhead"]) > ADAPTER_TARGET]
+    worst = max(ad, key=lambda r: float(r["overhead"]))
+    most = f"largest {worst['op']} on {worst['variant']} {_pct(worst['overhead'])}"
+    if not over:
+        return f"{want}: met ({len(ad)} ops, {most})"
+    names = "; ".join(f"{r['op']} on {r['variant']} {_pct(r['overhead'])}" for r in over)
+    return f"{want}: NOT met, {len(over)} over: {names}"
+
+
 def target_lines(rows: Sequence[Row]) -> list[str]:
-    """Issue 21 item 6's targets, each as measured in ``rows`` (``met``, ``NOT met``, or ``n/a``
-    where the run's sizes are not the target's)."""
-    return [_evict_target(rows), _match_target(rows), _python_target(rows)]
+    """Issue 21 item 6's targets and issue 31 item 5's (the adapter's overhead), each as
+    measured in ``rows`` (``met``, ``NOT met``, or ``n/a`` where the run's sizes are not the
+    target's)."""
+    cases = _cases(rows)
+    return [_evict_target(cases), _match_target(cases), _python_target(cases),
+            _adapter_target(rows)]  # fmt: skip
 
 
 def markdown(
@@ -170,7 +219,7 @@ def markdown(
         f"- {cal.line()}",
     ]
     out += [f"- not loaded: {k}: {v}" for k, v in skipped.items()]
-    out += ["", "Targets (issue 21 item 6), as measured in this run:", ""]
+    out += ["", "Targets (issue 21 item 6, issue 31 item 5), as measured in this run:", ""]
     out += [f"- {t}" for t in target_lines(rows)]
     out += ["", table(rows, cal), "", "Machine:", ""]
     out += [f"- {k}: {v}" for k, v in env.items()]

@@ -14,7 +14,7 @@ Four figures, each printed as measured on this machine:
   process to the first simulated event (a marker the child prints when ``VariantSim.step`` is
   first called: interpreter start, imports, trace loading and simulator set-up included).
 - **``radixbench --help``**: wall s of the whole command (best and median of ``--help-reps``).
-- **report writing**: wall s of ``reports.write_report`` (tables, summaries, plots,
+- **report writing**: wall s of ``reports.pipeline.write_report`` (tables, summaries, plots,
   ``report.md`` / ``report.html``) for the demo run (``make demo``: ``compare``, the default
   scenario at its own size, or its first ``--demo-requests``), whose tables are simulated
   first (untimed) or read from ``--demo-run DIR``.
@@ -38,11 +38,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from radixbench.bench.calibration import Calibration
 
 MARKER = "@@radixbench-first-event@@"
@@ -105,7 +108,8 @@ def time_trace(requests: int | None, variant: str) -> tuple[int, float, float, i
     torch.set_num_threads(1)
     trace = load_mooncake(max_requests=requests)
     cfg = SimConfig(cost=load_cost_model("llama-3.1-8b-h100"), clock="isolated")
-    v = Variant(*variant.split("/"))
+    evictor, matcher, flatten = variant.split("/")
+    v = Variant(evictor, matcher, flatten)
     w0, c0 = time.perf_counter(), time.process_time()
     res = run_variant(trace, cfg, v, torch.device("cpu"))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
@@ -177,29 +181,29 @@ def time_help(reps: int) -> list[float]:
     return out
 
 
-def time_report(demo_run: Path | None, demo_requests: int | None) -> tuple[float, int]:
+def time_report(
+    demo_run: Path | None,
+    demo_requests: int | None,
+    simulate: Callable[[Path, int | None], Path],
+    equivalence: Callable[[pd.DataFrame], dict[str, Any]],
+) -> tuple[float, int]:
     """Wall s of ``write_report`` for the demo run, into a temporary folder. The run's tables
-    come from ``demo_run`` or are simulated first (``compare`` on the default scenario, its
-    first ``demo_requests`` when given, tables only; untimed). Returns ``(seconds, requests per
+    come from ``demo_run`` or are simulated first, untimed: ``simulate(folder,
+    demo_requests)`` returns a run folder (the harness's ``bench_inputs.demo_run``: ``compare``
+    on the default scenario, tables only). ``equivalence``: the check of the run's requests
+    the report states (the harness's ``check_equivalence``). Returns ``(seconds, requests per
     variant)``."""
-    from radixbench.harness.experiments.equivalence import check_equivalence
-    from radixbench.reports import write_report
+    from radixbench.reports.pipeline import write_report
     from radixbench.reports.record import read_run
 
     with tempfile.TemporaryDirectory(prefix="bench-sim-report-") as tmp:
         if demo_run is None:
-            from radixbench.harness.config.scenario import DEFAULT_SCENARIO, load_scenario
-            from radixbench.harness.experiments.compare import CompareSpec, run_compare
-
-            over = {} if demo_requests is None else {"arrivals.max_requests": demo_requests}
-            sc = load_scenario(DEFAULT_SCENARIO, over)
-            spec = CompareSpec(sc, device="cpu", out=Path(tmp) / "runs")
-            demo_run = run_compare(spec, progress=False, full_report=False).run_dir
+            demo_run = simulate(Path(tmp) / "runs", demo_requests)
         run, meta = read_run(demo_run)
         requests, ops = run["requests"], run["ops"]
         assert requests is not None and ops is not None  # read_run requires both
         n = int(requests["rid"].nunique())
-        eq = check_equivalence(requests)
+        eq = equivalence(requests)
         out = Path(tmp) / "report"
         out.mkdir()
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from time import perf_counter_ns
+from typing import Any
 
 from radixbench.sim.run import paused_gc
 
@@ -20,6 +21,9 @@ __all__ = ["GC_METHOD", "Timed", "alone", "gc_paused", "interleaved", "interleav
 
 #: What :func:`interleaved_stats` times: a function, or ``(prepare, run)`` where ``prepare`` runs
 #: untimed right before each timed ``run`` (e.g. builds the fresh cache ``run`` fills).
+#: One row of a benchmark's table: column -> value.
+Row = dict[str, Any]
+
 Timed = Callable[[], object] | tuple[Callable[[], object], Callable[[], object]]
 
 

@@ -13,35 +13,41 @@ cache's device.
 """
 
 from radixbench.cache.allocator import DoubleFreeError, ReqToTokenPool, TokenToKVPoolAllocator
+from radixbench.cache.config import CacheConfig
 from radixbench.cache.evictor import EVICTORS, Evictor
 from radixbench.cache.integrity import IntegrityError, check_integrity
+from radixbench.cache.interface import (
+    CacheAction,
+    CacheReq,
+    EvictResult,
+    ImplInfo,
+    MatchResult,
+    PrefixCache,
+)
 from radixbench.cache.key import RadixKey
 from radixbench.cache.matcher import MATCHERS, Matcher
 from radixbench.cache.node import TreeNode
 from radixbench.cache.paged_allocator import PagedTokenToKVPoolAllocator, make_allocator
 from radixbench.cache.policy import POLICIES, EvictionPolicy
-from radixbench.cache.radix_cache import (
-    CacheConfig,
-    CacheReq,
-    EvictResult,
-    MatchResult,
-    RadixCache,
-)
+from radixbench.cache.radix_cache import RadixCache
 
 __all__ = [
     "EVICTORS",
     "MATCHERS",
     "POLICIES",
+    "CacheAction",
     "CacheConfig",
     "CacheReq",
     "DoubleFreeError",
     "EvictResult",
     "EvictionPolicy",
     "Evictor",
+    "ImplInfo",
     "IntegrityError",
     "MatchResult",
     "Matcher",
     "PagedTokenToKVPoolAllocator",
+    "PrefixCache",
     "RadixCache",
     "RadixKey",
     "ReqToTokenPool",

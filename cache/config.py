@@ -1,21 +1,17 @@
-"""Configuration and result types of ``RadixCache`` (re-exported by ``radix_cache``)."""
+"""The configuration of one cache: :class:`CacheConfig` (algorithms, geometry, events, tiers).
+
+The results a cache returns and what it reads of a request are the contract's
+(:mod:`radixbench.cache.interface`)."""
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
-
-import torch
+from typing import Any
 
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.kv_events import KVEventConfig
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES, make_policy
-
-if TYPE_CHECKING:
-    from radixbench.cache.node import TreeNode
-
 
 #: How a split sets node times: ``served`` = sglang 0.5.23's ``UnifiedRadixCache``
 #: (``unified_cache/unified_tree_core.py: UnifiedTreeCore._split_node``), ``legacy`` = its
@@ -61,42 +57,3 @@ class CacheConfig:
             raise ValueError(
                 f"unknown split_rule {self.split_rule!r}; known: {', '.join(SPLIT_RULES)}"
             )
-
-
-class MatchResult(NamedTuple):
-    """``device_indices``: int64 ``[prefix_len]`` KV slots of the matched prefix on the device;
-    ``last_node``: deepest matched node (the root when nothing matched); ``prefix_len``: tokens."""
-
-    device_indices: torch.Tensor
-    last_node: TreeNode
-    prefix_len: int
-
-
-class EvictResult(NamedTuple):
-    """``num_evicted``: tokens freed; ``victims``: evicted node ids in eviction order."""
-
-    num_evicted: int
-    victims: list[int]
-
-
-class CacheReq(Protocol):
-    """What ``checkpoint`` / ``release`` read and write of a request: the fields of sglang
-    0.5.23's ``Req`` and its ``req.kv`` record that ``RadixCache.checkpoint`` and
-    ``release_kv_cache`` use, flattened. ``lock`` is the handle the cache's ``lock`` returned
-    (opaque to the caller; ``None`` when nothing is locked)."""
-
-    req_pool_idx: int
-    extra_key: str | None
-    priority: int
-    origin_input_len: int
-    cache_protected_len: int
-    cache_inserted_len: int
-    lock: Any
-    last_node: Any
-
-    def token_ids(self, up_to: int | None = None) -> array:
-        """``array('q')``: prompt followed by the output tokens so far (0.5.23
-        ``Req.full_untruncated_fill_ids``), cut to the first ``up_to`` tokens when given
-        (0.5.23 ``full_untruncated_fill_ids[:up_to]``). Not to be mutated: it may be the
-        request's own array."""
-        ...

@@ -27,7 +27,11 @@ class EvictionHost(Protocol):
         ...
 
     def delete_leaf(self, node: TreeNode) -> int:
-        """Free the leaf's KV slots and unlink it; returns tokens freed. Refreshes its parent."""
+        """Free the leaf's KV slots and unlink it; returns tokens freed. Refreshes its parent.
+
+        0 when the leaf could not be evicted and stays as it was (HiCache ``write_back``: no
+        host room and the subtree drop declined); the evictor then skips it for the rest of
+        the call and serves it again in the next one, as sglang does."""
         ...
 
 
@@ -48,7 +52,10 @@ class Evictor(ABC):
 
         Mutates the tree through ``host.delete_leaf``. Returns the victims in eviction order and
         the tokens they held. A parent whose last child was evicted and that is unlocked becomes
-        a candidate at once.
+        a candidate at once. A leaf ``delete_leaf`` declines (frees 0 tokens) is no victim: it
+        is not served again in this call and stays a candidate for the next one (sglang 0.5.23
+        pops it from the heap built for the call and goes on, ``unified_radix_cache.py:
+        1024-1056``, ``components/full.py:209-238``).
         """
 
     def members(self, host: EvictionHost) -> set[int]:
@@ -66,7 +73,8 @@ def _heapify_evict(
     num_tokens: int,
 ) -> tuple[list[TreeNode], int]:
     """Heapify ``leaves`` by ``key``, pop until ``num_tokens`` are freed, pushing each parent
-    that becomes an evictable leaf (the loop of SGLang ``RadixCache.evict``)."""
+    that becomes an evictable leaf (the loop of SGLang ``RadixCache.evict``). A declined leaf
+    (0 tokens freed) is popped and not pushed back: the heap lives for this call only."""
     heap: list[tuple[SortKey, TreeNode]] = [(key(n), n) for n in leaves]
     heapq.heapify(heap)
     victims: list[TreeNode] = []
@@ -74,7 +82,10 @@ def _heapify_evict(
     while evicted < num_tokens and heap:
         _, node = heapq.heappop(heap)
         parent = node.parent
-        evicted += host.delete_leaf(node)
+        freed = host.delete_leaf(node)
+        if freed == 0:
+            continue
+        evicted += freed
         victims.append(node)
         if parent is not None and parent.evictable:
             heapq.heappush(heap, (key(parent), parent))
@@ -180,16 +191,31 @@ class PersistentHeapEvictor(Evictor):
     def evict(self, host: EvictionHost, num_tokens: int) -> tuple[list[TreeNode], int]:
         heap, current, pop = self.heap, self.entry_node, heapq.heappop
         victims: list[TreeNode] = []
+        declined: list[int] = []
         evicted = 0
         while evicted < num_tokens and heap:
-            node = current(pop(heap))
+            entry = pop(heap)
+            node = current(entry)
             if node is None:
                 continue  # stale entry
             # delete_leaf refreshes the parent, which pushes it here if it became evictable.
-            evicted += host.delete_leaf(node)
+            freed = host.delete_leaf(node)
+            if freed == 0:
+                declined.append(entry)  # still an evictable leaf: served again next call
+                continue
+            evicted += freed
             victims.append(node)
+        self._restore(declined)
         self._compact(host.num_evictable_leaves)
         return victims, evicted
+
+    def _restore(self, declined: list[int]) -> None:
+        """Push back the popped entries of leaves ``delete_leaf`` declined, those still current
+        (a leaf whose state changed since has a fresh entry or none)."""
+        current = self.entry_node
+        for entry in declined:
+            if current(entry) is not None:
+                heapq.heappush(self.heap, entry)
 
     def members(self, host: EvictionHost) -> set[int]:
         current = self.entry_node
@@ -277,21 +303,41 @@ class LRUListEvictor(PersistentHeapEvictor):
         heap, current = self.heap, self.entry_node
         packed = self.policy.packed
         victims: list[TreeNode] = []
+        declined: list[int] = []  # side-heap entries of declined leaves
+        skipped: dict[int, int] = {}  # list leaves declined this call: id -> heap_version
+        after: TreeNode | None = None  # the last of them: every list node before it is one
         evicted = 0
         while evicted < num_tokens:
             top = None
             while heap and (top := current(heap[0])) is None:
                 heapq.heappop(heap)  # stale side-heap entry
-            head = self.head
+            if not skipped:
+                head = self.head
+            elif after is not None and skipped.get(after.id) == after.heap_version:
+                head = after.next  # still in the list (any change bumps its version)
+            else:  # the last skipped leaf changed: walk past the skipped prefix again
+                head, after = self.head, None
+                while head is not None and skipped.get(head.id) == head.heap_version:
+                    head, after = head.next, head
+            entry: int | None = None
             if head is not None and (top is None or packed(head) < heap[0] >> _LOW):
                 node = head  # delete_leaf -> on_change unlinks it
             elif top is not None:
                 node = top
-                heapq.heappop(heap)
+                entry = heapq.heappop(heap)
             else:
                 break
-            evicted += host.delete_leaf(node)
+            freed = host.delete_leaf(node)
+            if freed == 0:  # declined: left in place, not served again in this call
+                if entry is None:
+                    skipped[node.id] = node.heap_version
+                    after = node
+                else:
+                    declined.append(entry)
+                continue
+            evicted += freed
             victims.append(node)
+        self._restore(declined)
         self._compact(host.num_evictable_leaves - self.list_len)
         return victims, evicted
 

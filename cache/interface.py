@@ -15,12 +15,15 @@ results returned, not side effects) and on ``BasePrefixCache`` (``mem_cache/base
   leaves), read before each timed call;
 * ``walk()`` gives the tree's shape as node ids (for the ``dfs-weight`` waiting-queue order);
   ``held_slots()`` the KV slots the tree holds (for the KV-pool accounting);
-* ``take_actions()`` is the outlet for what a cache asks of the world around it — KV events
-  (``BlockStored`` / ``BlockRemoved`` / ``AllBlocksCleared``, :mod:`radixbench.cache.
-  kv_events`, when the cache's ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and
-  tier transfers (HiCache backup, load-back, prefetch: none yet);
+* capabilities are declared, never probed: ``take_actions()`` is the outlet for what a cache
+  asks of the world around it — KV events (``BlockStored`` / ``BlockRemoved`` /
+  ``AllBlocksCleared``, :mod:`radixbench.cache.kv_events`, when the cache's
+  ``CacheConfig.kv_events`` turns them on; ``[]`` otherwise) and tier transfers (HiCache
+  backup, load-back, prefetch); ``tiers`` is the cache's HiCache entry points
+  (:class:`TierOps`) or ``None`` for a one-tier cache;
 * ``instrument(timer)`` lets the implementation put the timer around its own operations, once,
-  where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly).
+  where only it knows them (SGLang's ``checkpoint`` calls its own ``insert`` directly); the
+  usual body is :func:`radixbench.cache.timing.time_standard_ops`.
 
 Implementations are registered by name in :mod:`radixbench.cache.registry`; a conformance
 test (tests/cache/test_interface.py) runs every registered implementation through this
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, TypeVar,
 
 if TYPE_CHECKING:
     import torch
+    from torch import Tensor
 
     from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
     from radixbench.cache.key import RadixKey
@@ -50,8 +54,8 @@ __all__ = [
     "NodeHandle",
     "OpTimer",
     "PrefixCache",
+    "TierOps",
     "TreeStats",
-    "time_standard_ops",
 ]
 
 #: A tree node as its implementation represents it (a ``TreeNode``, an SGLang node, an int id):
@@ -63,17 +67,28 @@ LockHandle: TypeAlias = Any
 #: every timed operation (a named tuple costs more than the operation's bookkeeping).
 TreeStats: TypeAlias = tuple[int, int, int]
 
+#: Reads the condition an op row records, before the call (``PrefixCache.tree_stats``).
+StatsFn: TypeAlias = Callable[[], TreeStats]
+#: A call's recorded number, from its arguments (``key_len``) or its result (``result``).
+CountFn: TypeAlias = Callable[..., int]
+
 R = TypeVar("R")
 
 
 class MatchResult(NamedTuple):
     """``device_indices``: int64 ``[prefix_len]`` KV slots of the matched prefix on the device;
-    ``last_node``: handle of the deepest matched node (the root when nothing matched);
-    ``prefix_len``: matched tokens (whole pages)."""
+    ``last_node``: handle of the deepest matched node holding its KV on the device (the root
+    when nothing matched); ``prefix_len``: matched tokens (whole pages). A cache with tiers
+    (``PrefixCache.tiers``) adds its host part, as sglang 0.5.23's ``MatchResult``
+    (``mem_cache/base_prefix_cache.py``): ``host_hit_length``, tokens matched past
+    ``prefix_len`` whose KV is on the host only, and ``best_node``, the deepest matched node on
+    either tier (``None`` for a one-tier cache)."""
 
     device_indices: torch.Tensor
     last_node: NodeHandle
     prefix_len: int
+    host_hit_length: int = 0
+    best_node: NodeHandle = None
 
 
 class EvictResult(NamedTuple):
@@ -146,17 +161,34 @@ class ImplInfo:
 class CacheReq(Protocol):
     """What ``checkpoint`` / ``release`` read and write of a request: the fields of sglang
     0.5.23's ``Req`` and its ``req.kv`` record that ``RadixCache.checkpoint`` and
-    ``release_kv_cache`` use, flattened. ``lock`` is the handle the cache's ``lock`` returned
+    ``release_kv_cache`` use, flattened: ``checkpoint`` / ``release`` set the four attributes
+    and only read the four properties. ``lock`` is the handle the cache's ``lock`` returned
     (``None`` when nothing is locked); ``last_node`` the node handle it locks."""
 
-    req_pool_idx: int
-    extra_key: str | None
-    priority: int
-    origin_input_len: int
     cache_protected_len: int
     cache_inserted_len: int
     lock: LockHandle
     last_node: NodeHandle
+
+    @property
+    def req_pool_idx(self) -> int:
+        """The request's row of the ``ReqToTokenPool`` (read only)."""
+        ...
+
+    @property
+    def extra_key(self) -> str | None:
+        """The key's namespace (LoRA id...; read only)."""
+        ...
+
+    @property
+    def priority(self) -> int:
+        """Its scheduling priority (read only)."""
+        ...
+
+    @property
+    def origin_input_len(self) -> int:
+        """Prompt tokens (read only)."""
+        ...
 
     def token_ids(self, up_to: int | None = None) -> array:
         """``array('q')``: prompt followed by the output tokens so far (0.5.23
@@ -174,41 +206,88 @@ class OpTimer(Protocol):
     the stats. Calls nested in a timed call are recorded too but charged to the coupled clock
     once, at the top level. ``timed_with_inner(...)`` additionally records, after each call, a
     row ``inner_op`` with the ns spent in ``inner_fn`` (wrapped the same way and returned as the
-    second element) during that call."""
+    second element) during that call. ``untimed(fn, *args)`` calls ``fn`` and leaves its ns out
+    of every timed call under way (an adapter's bookkeeping inside the implementation's call);
+    a timed call's ns also leave out the stats reads and rows of the timed calls nested in it."""
 
     def timed(
-        self,
-        op: str,
-        fn: Callable[..., R],
-        stats: Callable[[], TreeStats],
-        key_len: Callable[..., int],
-        result: Callable[..., int],
+        self, op: str, fn: Callable[..., R], stats: StatsFn, key_len: CountFn, result: CountFn
     ) -> Callable[..., R]: ...
 
     def timed_with_inner(
         self,
         op: str,
         fn: Callable[..., R],
-        stats: Callable[[], TreeStats],
-        key_len: Callable[..., int],
-        result: Callable[..., int],
+        stats: StatsFn,
+        key_len: CountFn,
+        result: CountFn,
         inner_op: str,
         inner_fn: Callable[..., Any],
     ) -> tuple[Callable[..., R], Callable[..., Any]]: ...
+
+    def untimed(self, fn: Callable[..., R], *args: Any) -> R: ...
+
+
+class TierOps(Protocol):
+    """The HiCache entry points of a cache with host (and storage) tiers, as sglang 0.5.23's
+    scheduler calls them on its ``UnifiedRadixCache`` (``managers/scheduler.py``,
+    ``schedule_policy.py``); driven by ``radixbench.sim.tiers.TierDriver``. ``rid``: a
+    request id; ``match``: this cache's ``match_prefix`` result; times in simulated seconds.
+    Implementations: ``radixbench.cache.hicache.TieredRadixCache`` and SGLang's served cache
+    with HiCache on (``--impl sglang --enable-hierarchical-cache``)."""
+
+    def check_events(self) -> None:
+        """Apply the transfers completed so far (``check_hicache_events``). Mutates the tree."""
+        ...
+
+    def load_back(self, match: MatchResult) -> tuple[int, NodeHandle, torch.Tensor]:
+        """Load ``match``'s host part back to the device (``init_load_back``): ``(device prefix
+        tokens, last device node, their int64 KV slots)``, the match's own when nothing was
+        loaded. Mutates the tree and the allocator."""
+        ...
+
+    def start_loading(self) -> int:
+        """Start the loads queued by this batch's ``load_back`` calls as one operation
+        (``ready_to_load_host_cache``); returns its id."""
+        ...
+
+    def prefetch(self, rid: Any, match: MatchResult, tokens: Any, namespace: Any) -> None:
+        """Prefetch the part of ``tokens`` past ``match`` from storage (``_prefetch_kvcache``);
+        a no-op without storage."""
+        ...
+
+    def prefetch_ready(self, rid: Any, now: float) -> bool:
+        """Whether ``rid``'s prefetch may be cut now (``check_prefetch_progress``)."""
+        ...
+
+    def prefetch_deadline(self, rid: Any) -> float | None:
+        """When ``rid``'s prefetch times out (``None``: none in flight)."""
+        ...
+
+    def pop_prefetch_loaded(self, rid: Any) -> int:
+        """Tokens ``rid``'s prefetch brought from storage (``pop_prefetch_loaded_tokens``)."""
+        ...
+
+    def tier_stats(self) -> dict[str, int]:
+        """O(1): ``host_capacity_tokens``, ``host_used_tokens``, ``host_evictable_leaves``,
+        ``prefetches`` in flight."""
+        ...
 
 
 @runtime_checkable
 class PrefixCache(Protocol):
     """A radix prefix cache as the simulator drives it (sizes in tokens; see the module
     docstring for handles). Mutations are listed per method; every method may read the
-    implementation's clock. Implementations: ``radixbench.cache.radix_cache.RadixCache``,
-    ``radixbench.cache.sglang_adapter.SGLangCache`` and what :mod:`radixbench.cache.registry`
-    holds."""
+    implementation's clock. Implementations: what :mod:`radixbench.cache.registry` holds
+    (``radixbench.cache.radix_cache.RadixCache``, ``radixbench.cache.hicache.TieredRadixCache``
+    and SGLang's caches behind the adapters of ``radixbench.cache.sglang``)."""
 
     page_size: int
     device: torch.device
     allocator: TokenToKVPoolAllocator
     req_to_token_pool: ReqToTokenPool | None
+    #: the HiCache entry points the scheduler drives; ``None``: one tier (no HiCache)
+    tiers: TierOps | None
 
     def reset(self) -> None:
         """Drop the whole tree (KV slots are not freed: the caller clears the allocator)."""
@@ -220,11 +299,7 @@ class PrefixCache(Protocol):
         ...
 
     def insert(
-        self,
-        key: RadixKey,
-        value: torch.Tensor | None = None,
-        priority: int = 0,
-        inserted_len: int = 0,
+        self, key: RadixKey, value: Tensor | None = None, priority: int = 0, inserted_len: int = 0
     ) -> int:
         """Insert ``key`` with KV slots ``value`` (int64 ``[>= len(key)]``); returns the tokens
         already cached. The slots of that prefix in ``value`` are duplicates that the *caller*
@@ -306,51 +381,3 @@ class PrefixCache(Protocol):
         ``match_prefix``, ``insert``, ``evict``, ``inc_lock_ref``, ``dec_lock_ref``,
         ``checkpoint``, ``release``, under those op names."""
         ...
-
-
-def _key_len(key: Any, *_: Any) -> int:
-    return len(key)
-
-
-def _no_key(*_: Any) -> int:
-    return 0
-
-
-def _asked(num_tokens: int) -> int:
-    return num_tokens
-
-
-def time_standard_ops(cache: Any, timer: OpTimer, *, kv_free_in_evict: bool = False) -> None:
-    """The usual ``PrefixCache.instrument``: wrap the instance's ``match_prefix``, ``insert``,
-    ``evict``, ``inc_lock_ref``, ``dec_lock_ref``, ``checkpoint`` and ``release`` with
-    ``timer`` (stats from ``cache.tree_stats``). Recorded ``key_len``: the key's tokens
-    (``evict``: tokens asked for; ``checkpoint``: ``up_to``; ``release``: ``owned_len``; lock
-    ops: 0); ``result``: matched / already-cached / evicted tokens, the size delta of a lock
-    op, 0 for ``checkpoint`` / ``release``. ``kv_free_in_evict``: also record after each
-    ``evict`` an ``evict_kv_free`` row timing ``cache.allocator.free`` inside it (the
-    allocator's ``free`` is wrapped on the instance). Mutates ``cache`` (and its allocator)."""
-    stats = cache.tree_stats
-    t = timer.timed
-    cache.match_prefix = t(
-        "match_prefix", cache.match_prefix, stats, _key_len, lambda r, *_: r.prefix_len
-    )
-    cache.insert = t("insert", cache.insert, stats, _key_len, lambda r, *_: r)
-    if kv_free_in_evict:
-        evict, free = timer.timed_with_inner(
-            "evict",
-            cache.evict,
-            stats,
-            _asked,
-            lambda r, *_: r.num_evicted,
-            "evict_kv_free",
-            cache.allocator.free,
-        )
-        cache.evict, cache.allocator.free = evict, free
-    else:
-        cache.evict = t("evict", cache.evict, stats, _asked, lambda r, *_: r.num_evicted)
-    cache.inc_lock_ref = t("inc_lock_ref", cache.inc_lock_ref, stats, _no_key, lambda r, *_: r)
-    cache.dec_lock_ref = t("dec_lock_ref", cache.dec_lock_ref, stats, _no_key, lambda r, *_: r)
-    cache.checkpoint = t(
-        "checkpoint", cache.checkpoint, stats, lambda r, up_to: up_to, lambda *_: 0
-    )
-    cache.release = t("release", cache.release, stats, lambda r, owned, ckpt: owned, lambda *_: 0)

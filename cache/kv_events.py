@@ -29,12 +29,13 @@ import hashlib
 import sys
 from array import array
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from radixbench.cache.interface import CacheAction
 
 __all__ = [
+    "LORA_ID_LEN",
     "MEDIUM_GPU",
     "AllBlocksCleared",
     "BlockRemoved",
@@ -88,26 +89,60 @@ class BlockRemoved(CacheAction):
 class AllBlocksCleared(CacheAction):
     """The whole tree was dropped (``reset``)."""
 
+    def __init__(self) -> None:  # no fields (what a dataclass without fields makes, typed)
+        pass
+
 
 KVEvent = BlockStored | BlockRemoved | AllBlocksCleared
 
 
+#: ``_LORA_ID_LEN`` (``mem_cache/events.py:44``): a request appends its adapter's ``lora_id``
+#: (a uuid hex string) to its ``extra_key``, so the key's last 32 characters are the id.
+LORA_ID_LEN = 32
+
+
 @dataclass(frozen=True, slots=True)
 class KVEventConfig:
-    """What a cache's events look like. ``dynamo_format``: namespace every id by ``extra_key``
+    """What a cache's events look like, sglang 0.5.23's ``KvEventLoraNames`` included
+    (``mem_cache/events.py:77-116``). ``dynamo_format``: namespace every id by ``extra_key``
     and ``cache_salt`` (sglang's ``--kv-events-config`` Dynamo format) instead of by the LoRA
     ``extra_key`` alone; ``lora_names``: ``(extra_key, public adapter name)`` pairs, the keys
-    that name a LoRA adapter (sglang's ``KvEventLoraNames``; an ``extra_key`` not listed is no
-    namespace in the default format)."""
+    that name a LoRA adapter (registered per request, ``KvEventLoraNames.register(req)``; an
+    ``extra_key`` not listed is no namespace in the default format); ``lora_adapters``:
+    ``(lora_id, public adapter name)`` pairs of the loaded adapters (``register(lora_id=...)``,
+    at load time), which only the Dynamo format's ``lora_name`` falls back to."""
 
     dynamo_format: bool = False
     lora_names: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    lora_adapters: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def with_format(self, dynamo_format: bool) -> KVEventConfig:
+        """This configuration in the default or the Dynamo format (LoRA tables kept)."""
+        return replace(self, dynamo_format=dynamo_format)
 
     def lora_name(self, extra_key: str | None) -> str | None:
-        """The adapter name of ``extra_key`` (``None``: not a LoRA key)."""
+        """The adapter name of ``extra_key`` in the per-request table (``KvEventLoraNames.get``:
+        ``None``, not a LoRA key)."""
         if extra_key is None:
             return None
         return dict(self.lora_names).get(extra_key)
+
+    def resolve_lora_name(self, extra_key: str | None) -> str | None:
+        """``KvEventLoraNames.resolve`` (``events.py:111-116``): the per-request table, else
+        the adapter whose ``lora_id`` is the last :data:`LORA_ID_LEN` characters of
+        ``extra_key``; ``None`` for no or an empty key."""
+        if not extra_key:
+            return None
+        return dict(self.lora_names).get(extra_key) or dict(self.lora_adapters).get(
+            extra_key[-LORA_ID_LEN:]
+        )
+
+    def event_lora_name(self, extra_key: str | None) -> str | None:
+        """A ``BlockStored``'s ``lora_name`` (``KVCacheEventRecorder.record_store``,
+        ``events.py:227-231``): resolved in the Dynamo format, the per-request table's else."""
+        if self.dynamo_format:
+            return self.resolve_lora_name(extra_key)
+        return self.lora_name(extra_key)
 
 
 def salt_digest(cache_salt: str) -> bytes:
@@ -182,7 +217,7 @@ def namespaced(block: int, seed: bytes | None) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def event_to_wire(event: KVEvent | Any) -> dict[str, Any]:
+def event_to_wire(event: Any) -> dict[str, Any]:
     """The msgpack/JSON map sglang 0.5.23's msgspec classes encode ``event`` as: tag ``type``
     (the class name), the required fields, the optional ones (defaults ``None``) only when set
     (``KVCacheEvent``: ``tag=True, omit_defaults=True``, ``kv_events.py:243-258``). Accepts

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from radixbench.cache.node import TreeNode
-    from radixbench.cache.radix_cache import RadixCache
+    from radixbench.cache.tree_view import TreeView
 
 
-def pretty_print(cache: RadixCache, file: TextIO | None = None, max_tokens: int = 8) -> None:
+def pretty_print(cache: TreeView, file: TextIO | None = None, max_tokens: int = 8) -> None:
     """Print ``cache``'s tree to ``file`` (default stdout), one node per line indented by depth,
     children in id order, then the sizes in tokens. Mutates nothing."""
     out = file if file is not None else sys.stdout

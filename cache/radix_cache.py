@@ -14,22 +14,30 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Callable, Iterator
-from typing import TextIO
+from collections.abc import Callable
 
 import torch
+from torch import Tensor
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig, CacheReq, EvictResult, MatchResult
+from radixbench.cache.config import CacheConfig
 from radixbench.cache.evictor import make_evictor
-from radixbench.cache.interface import CacheAction, ImplInfo, OpTimer, TreeStats
+from radixbench.cache.interface import (
+    EvictResult,
+    MatchResult,
+    OpTimer,
+    TierOps,
+)
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.kv_recorder import KVEventRecorder
+from radixbench.cache.locks import LockOps
 from radixbench.cache.matcher import make_matcher
 from radixbench.cache.node import TreeNode
 from radixbench.cache.policy import make_policy
+from radixbench.cache.requests import RequestOps
+from radixbench.cache.tree_view import TreeView
 
-__all__ = ["CacheConfig", "CacheReq", "EvictResult", "MatchResult", "RadixCache"]
+__all__ = ["RadixCache", "counter_clock"]
 
 
 def counter_clock(start: int = 1) -> Callable[[], int]:
@@ -37,7 +45,7 @@ def counter_clock(start: int = 1) -> Callable[[], int]:
     return itertools.count(start).__next__
 
 
-class RadixCache:
+class RadixCache(TreeView, LockOps, RequestOps):
     """A radix tree of token prefixes whose nodes hold KV-slot indices.
 
     Sizes (tokens): ``evictable_size()`` = tokens in nodes with ``lock_ref == 0``;
@@ -48,6 +56,9 @@ class RadixCache:
     creation time; once per match and per insert); must return ints that never decrease
     (the packed heaps need ints). Default: ``counter_clock()``, so runs are reproducible.
     """
+
+    #: one tier (``PrefixCache.tiers``); radixbench's cache with HiCache is ``TieredRadixCache``
+    tiers: TierOps | None = None
 
     def __init__(
         self,
@@ -108,68 +119,6 @@ class RadixCache:
             self.num_evictable_leaves += 1 if evictable else -1
             self.evictor.on_change(node)
 
-    def evictable_size(self) -> int:
-        """Tokens in unlocked nodes: all of them can be freed by cascading leaf evictions."""
-        return self.evictable_size_
-
-    def protected_size(self) -> int:
-        """Tokens in nodes locked by running requests."""
-        return self.protected_size_
-
-    def total_size(self) -> int:
-        """Tokens held by the tree (O(1); ``check_integrity`` verifies it against a walk)."""
-        return self.evictable_size_ + self.protected_size_
-
-    def tree_stats(self) -> TreeStats:
-        """``(nodes excluding the root, tokens held, evictable leaves)``, from the O(1)
-        counters (``PrefixCache.tree_stats``)."""
-        return (
-            self.num_nodes,
-            self.evictable_size_ + self.protected_size_,
-            self.num_evictable_leaves,
-        )
-
-    def node_id(self, node: TreeNode) -> int:
-        """``node.id`` (the root's is 0)."""
-        return node.id
-
-    def walk(self) -> Iterator[tuple[int, int]]:
-        """``(node id, parent id)`` of every node but the root, depth first, a node before its
-        children, children in insertion order (``PrefixCache.walk``). Mutates nothing."""
-        stack = list(reversed(self.root.children.values()))
-        while stack:
-            node = stack.pop()
-            assert node.parent is not None
-            yield node.id, node.parent.id
-            if node.children:
-                stack.extend(reversed(node.children.values()))
-
-    def held_slots(self) -> torch.Tensor:
-        """int64 ``[total_size()]``: the KV slots of every node, in :meth:`walk`'s reverse
-        order of siblings. Mutates nothing."""
-        values = []
-        stack = list(self.root.children.values())
-        while stack:
-            node = stack.pop()
-            values.append(node.value)
-            stack.extend(node.children.values())
-        if not values:
-            return self._empty
-        return torch.cat(values)
-
-    def take_actions(self) -> list[CacheAction]:
-        """The KV events queued since the last call, in order (``[]`` with events off); see
-        :mod:`radixbench.cache.kv_recorder`."""
-        if self.kv_events is None:
-            return []
-        return list(self.kv_events.take())
-
-    def info(self) -> ImplInfo:
-        """radixbench's version, the folder of ``radixbench.cache`` and its files' sha256."""
-        from radixbench.cache.impls import radixbench_info
-
-        return radixbench_info()
-
     def instrument(self, timer: OpTimer) -> None:
         """Put ``timer`` around this instance's ``match_prefix``, ``insert``, ``evict``,
         ``inc_lock_ref``, ``dec_lock_ref``, ``checkpoint`` and ``release`` (instance
@@ -178,7 +127,7 @@ class RadixCache:
         its ``allocator.free`` calls took inside it (one per evicted leaf, as SGLang's
         ``_delete_leaf``), so the evictor's own time can be told apart from the KV free.
         Mutates this instance and ``allocator.free``."""
-        from radixbench.cache.interface import time_standard_ops
+        from radixbench.cache.timing import time_standard_ops
 
         time_standard_ops(self, timer, kv_free_in_evict=True)
 
@@ -317,13 +266,15 @@ class RadixCache:
     def insert(
         self,
         key: RadixKey,
-        value: torch.Tensor | None = None,
+        value: Tensor | None = None,
         priority: int = 0,
         inserted_len: int = 0,
+        session_id: str | None = None,
     ) -> int:
         """Insert ``key`` with KV slots ``value`` (int64 ``[>= len(key)]``); returns the length
         of the prefix that was already cached (its slots in ``value`` are duplicates for the
-        caller to free).
+        caller to free). ``session_id``: the inserting request's session, carried by the KV
+        event of a new node (0.5.23 ``InsertParams.session_id``).
 
         The key is cut to whole pages and ``value`` to the key's length (SGLang truncates, never
         raises); the tree keeps a clone of the new part of ``value``, never a view of the
@@ -364,7 +315,7 @@ class RadixCache:
                 self._refresh(node)
                 self._refresh(leaf)
                 if self.kv_events is not None:
-                    self.kv_events.record_store(leaf)
+                    self.kv_events.record_store(leaf, session_id)
                 return offset
             child.last_access_time = now
             n = common_prefix(child.key.token_ids, tokens, offset, page)
@@ -381,46 +332,6 @@ class RadixCache:
             node = child
         return offset
 
-    # ------------------------------------------------------------------ locks
-    def inc_lock_ref(self, node: TreeNode) -> int:
-        """Lock the path root..node for a running request; returns the change of
-        ``evictable_size_`` (<= 0). A 0->1 transition moves ``len(key)`` tokens from evictable
-        to protected. Mirrors SGLang ``inc_lock_ref``."""
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref == 0:
-                n = len(node.key)
-                self.evictable_size_ -= n
-                self.protected_size_ += n
-                delta -= n
-                node.lock_ref = 1
-                self._refresh(node)
-            else:
-                node.lock_ref += 1
-            node = node.parent
-        return delta
-
-    def dec_lock_ref(self, node: TreeNode) -> int:
-        """Unlock the path root..node; returns the change of ``evictable_size_`` (>= 0).
-        Raises ``RuntimeError`` on a node that is not locked. Mirrors SGLang ``dec_lock_ref``."""
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref == 1:
-                n = len(node.key)
-                self.evictable_size_ += n
-                self.protected_size_ -= n
-                delta += n
-                node.lock_ref = 0
-                self._refresh(node)
-            elif node.lock_ref <= 0:
-                raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
-            else:
-                node.lock_ref -= 1
-            node = node.parent
-        return delta
-
     # ------------------------------------------------------------------ evict
     def evict(self, num_tokens: int) -> EvictResult:
         """Free at least ``num_tokens`` KV slots by evicting unlocked leaves in the policy's
@@ -430,18 +341,6 @@ class RadixCache:
             return EvictResult(0, [])
         victims, evicted = self.evictor.evict(self, num_tokens)
         return EvictResult(evicted, [v.id for v in victims])
-
-    def collect_evictable_leaves(self) -> list[TreeNode]:
-        """All unlocked leaves by DFS (SGLang ``_collect_leaves``); O(nodes)."""
-        leaves = []
-        stack = list(self.root.children.values())
-        while stack:
-            node = stack.pop()
-            if node.children:
-                stack.extend(node.children.values())
-            elif node.lock_ref == 0:
-                leaves.append(node)
-        return leaves
 
     def delete_leaf(self, node: TreeNode) -> int:
         """Free an unlocked leaf's KV slots and unlink it; returns its tokens. Refreshes the
@@ -464,51 +363,3 @@ class RadixCache:
         return n
 
     # ------------------------------------------------------------------ requests
-    def lock(self, node: TreeNode) -> TreeNode:
-        """Lock the path root..node for one holder; the handle to give ``unlock`` (here the node
-        itself). Mirrors ``BasePrefixCache.lock`` of sglang 0.5.23 (which returns a
-        ``TreeLock``)."""
-        self.inc_lock_ref(node)
-        return node
-
-    def unlock(self, handle: TreeNode | None) -> None:
-        """Release a ``lock`` handle; ``None`` is a no-op (``BasePrefixCache.unlock``)."""
-        if handle is not None:
-            self.dec_lock_ref(handle)
-
-    def path_device_indices(self, node: TreeNode) -> torch.Tensor:
-        """int64 ``[depth tokens]`` KV slots on the path root..node, a fresh tensor
-        (``RadixCache.path_device_indices`` of sglang 0.5.23). Mutates nothing."""
-        values = []
-        root = self.root
-        while node is not root:
-            values.append(node.value)
-            assert node.parent is not None
-            node = node.parent
-        if not values:
-            return self._empty
-        values.reverse()
-        return torch.cat(values)
-
-    def checkpoint(self, req: CacheReq, up_to: int) -> None:
-        """Publish what a running request has computed so far (its first ``up_to`` tokens),
-        so that other requests can match it; see ``requests.checkpoint`` (mirrors
-        ``RadixCache.checkpoint`` of sglang 0.5.23)."""
-        from radixbench.cache.requests import checkpoint
-
-        checkpoint(self, req, up_to)
-
-    def release(self, req: CacheReq, owned_len: int, checkpoint: bool) -> None:
-        """Give a request's KV row back (finish: ``checkpoint=True``; retraction or abort:
-        ``False``); see ``requests.release`` (mirrors ``release_kv_cache`` of sglang 0.5.23)."""
-        from radixbench.cache.requests import release
-
-        release(self, req, owned_len, checkpoint)
-
-    def pretty_print(self, file: TextIO | None = None, max_tokens: int = 8) -> None:
-        """Print the tree, one node per line indented by depth: id, token count, first
-        ``max_tokens`` ids, lock_ref, access time, hit count, priority; then the sizes. Mutates
-        nothing. Mirrors SGLang ``pretty_print`` / ``_print_helper``."""
-        from radixbench.cache.printing import pretty_print
-
-        pretty_print(self, file, max_tokens)

@@ -9,8 +9,9 @@ match with their own code and take none), the algorithms its own code runs (its 
 partner among radixbench's variants) and a loader that checks a spec before any work starts.
 
 A spec is ``NAME`` or ``NAME:ARG`` (``sglang:PATH``, ``sglang:FILE.py:CLASS``): the entry
-``NAME`` gets ``ARG``. Built-in entries are registered by :mod:`radixbench.cache.impls`; others
-with :func:`register_impl` from code, or from an installed package's entry point in the group
+``NAME`` gets ``ARG``. Built-in entries are registered by :mod:`radixbench.cache.impls`
+(radixbench's own cache) and :mod:`radixbench.cache.sglang` (SGLang's); others with
+:func:`register_impl` from code, or from an installed package's entry point in the group
 ``radixbench.impls`` (a callable registering its entries, run on first lookup). Resolving a
 spec (:func:`resolve`) loads it once per process and caches the result, so SGLang is loaded
 once however many places ask.
@@ -18,9 +19,12 @@ once however many places ask.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,16 +37,26 @@ __all__ = [
     "ImplEntry",
     "ImplError",
     "Resolved",
+    "check_policy",
+    "check_spec",
+    "default_label",
     "entries",
     "make_cache",
     "register_impl",
     "resolve",
+    "spec_of",
     "unregister_impl",
 ]
 
 #: Entry-point group of plug-in implementations: each entry point names a callable that
 #: registers its implementations with :func:`register_impl`.
 ENTRY_POINT_GROUP = "radixbench.impls"
+
+#: ``factory(handle, req_to_token_pool, allocator, config)``: a fresh, empty cache. Typed so
+#: that mypy checks every built-in implementation against :class:`PrefixCache`.
+Factory = Callable[
+    [Any, "ReqToTokenPool | None", "TokenToKVPoolAllocator", "CacheConfig"], "PrefixCache"
+]
 
 
 class ImplError(ValueError):
@@ -83,7 +97,7 @@ class ImplEntry:
 
     name: str
     load: Callable[[str, str | None], tuple[str, Any, ImplInfo]]
-    factory: Callable[[Any, ReqToTokenPool | None, TokenToKVPoolAllocator, CacheConfig], Any]
+    factory: Factory
     axes: frozenset[str] = frozenset()
     reference: Mapping[str, str] = field(default_factory=dict)
     policies: tuple[str, ...] | None = None
@@ -96,6 +110,8 @@ class ImplEntry:
 _ENTRIES: dict[str, ImplEntry] = {}
 _RESOLVED: dict[str, Resolved] = {}
 _loaded_plugins = False
+#: cache -> the spec :func:`make_cache` built it for (what an error inside it is blamed on)
+_BUILT: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def register_impl(entry: ImplEntry, *, replace: bool = False) -> ImplEntry:
@@ -121,7 +137,8 @@ def unregister_impl(name: str) -> None:
 
 def _load_builtins() -> None:
     global _loaded_plugins
-    import radixbench.cache.impls  # noqa: F401  (registers the built-in entries)
+    import radixbench.cache.impls
+    import radixbench.cache.sglang  # noqa: F401  (registers SGLang's caches)
 
     if _loaded_plugins:
         return
@@ -143,6 +160,32 @@ def entries() -> dict[str, ImplEntry]:
 def known_specs() -> str:
     """``radixbench, sglang, sglang:ARG, ...``: the spec forms, for error messages."""
     return ", ".join(f"{n}, {n}:ARG" if e.takes_arg else n for n, e in entries().items())
+
+
+def check_spec(spec: str) -> None:
+    """Check ``spec``'s syntax against the registered implementations (nothing is loaded).
+    Raises :class:`ImplError` (one line naming the spec)."""
+    name, sep, arg = spec.partition(":")
+    entry = entries().get(name)
+    if entry is None or (sep and (not arg or not entry.takes_arg)):
+        raise ImplError(f"unknown impl {spec!r}; known: {known_specs()}")
+
+
+def default_label(spec: str) -> str:
+    """The label of ``spec``, derived from the text alone: the name (``radixbench``,
+    ``sglang``, ``sglang-python``, ``sglang-legacy``), ``NAME@<checkout folder>`` for
+    ``NAME:PATH`` (PATH or its ``python/`` folder), ``NAME:<CLASS>`` for
+    ``NAME:FILE.py:CLASS``. Never contains ``/``. Raises :class:`ImplError` as
+    :func:`check_spec`."""
+    check_spec(spec)
+    name, sep, rest = spec.partition(":")
+    if not sep:
+        return spec
+    if ".py:" in rest:
+        return f"{name}:{rest.rpartition(':')[2]}"
+    base = Path(rest).expanduser().resolve()
+    top = base.parent if base.name == "python" else base
+    return f"{name}@{top.name or 'root'}"
 
 
 def resolve(spec: str) -> Resolved:
@@ -199,4 +242,14 @@ def make_cache(
     cache: PrefixCache = r.entry.factory(
         r.handle, req_to_token_pool, token_to_kv_pool_allocator, config
     )
+    with contextlib.suppress(TypeError):  # not weakly referenceable: errors name no spec
+        _BUILT[cache] = spec
     return cache
+
+
+def spec_of(cache: object) -> str | None:
+    """The spec :func:`make_cache` built ``cache`` for (None for another object)."""
+    try:
+        return _BUILT.get(cache)
+    except TypeError:  # unhashable or not weakly referenceable
+        return None

@@ -113,7 +113,7 @@ class ClusterSim:
         events = None
         if spec.kv_events and (router.needs_events or kv_event_log is not None):
             events = kv_event_log.config if kv_event_log is not None else KVEventConfig()
-            events = KVEventConfig(spec.dynamo_format, events.lora_names)
+            events = events.with_format(spec.dynamo_format)
         self.bus = EventBus(env, spec.event_delay_s, spec.event_loss, np.random.default_rng(seed))
         if router.needs_events:
             self.bus.subscribe(router.on_events, exact=getattr(router, "exact_events", False))
@@ -180,6 +180,7 @@ class ClusterSim:
             else:
                 expand = partial(block_tokens, tr.hash_ids, tr.input_length)
             req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
+            req.session_id = tr.session_id
             self.instances[i].enqueue(req)
         for inst in self.instances:
             inst.close()
@@ -237,7 +238,7 @@ class ClusterSim:
         metrics["wall_s"] = self.wall_ns * 1e-9
         metrics["events_per_s"] = self.events / max(self.wall_ns * 1e-9, 1e-9)
         axes = self.variant.axes()
-        with_axes = VariantSim._with_axes
+        with_axes: Callable[[Any, pd.DataFrame], pd.DataFrame] = VariantSim._with_axes
         return VariantResult(
             name,
             with_axes(self, reqs),

@@ -180,6 +180,16 @@ class VariantSet:
             return strict
         return self._impl_partner(name, want, baseline, like_for_like=False)
 
+    def like_for_like(self, name: str, baseline: Mapping[str, str]) -> bool:
+        """Whether ``name``'s ``impl`` partner (:meth:`partner`) runs the implementation's own
+        algorithms (its ``reference``) on every axis one side lacks; false when it was paired
+        on the baseline's values instead, or has no partner."""
+        want = baseline.get("impl")
+        pair = self.partner(name, "impl", baseline)
+        if pair is None or want is None:
+            return False
+        return not pair.note or self._impl_partner(name, want, baseline, True) is not None
+
     def _impl_partner(
         self, name: str, want: str, baseline: Mapping[str, str], like_for_like: bool
     ) -> Pair | None:

@@ -118,9 +118,7 @@ def diff_runs(
                     "ci_method": ci_method(va.size, vb.size),
                     "aa_low": aa_lo,
                     "aa_high": aa_hi,
-                    "verdict": verdict(lo, hi, aa_lo, aa_hi)
-                    .replace("faster", "B faster")
-                    .replace("slower", "B slower"),
+                    "verdict": verdict(lo, hi, aa_lo, aa_hi, words=("B faster", "B slower")),
                 }
             )
     req_rows = []

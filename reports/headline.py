@@ -23,7 +23,7 @@ import pandas as pd
 
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.diagnostics import AxisCheck, Load, axis_checks, load_lines
-from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN, MIN_EFFECT
+from radixbench.reports.verdicts import AXIS_OPS, EVICT_OWN, MIN_EFFECT, verdict_bars
 
 __all__ = ["DIVERGED_CAVEAT", "DIVERGED_NOTE", "ISOLATED_NOTE", "Answer", "answer", "withhold"]
 
@@ -94,11 +94,13 @@ def _compare(row: pd.Series, cand: str, base: str) -> str:
         inv = f"{_x(1 / ratio)}× slower" if ratio > 0 else "slower"  # ratio < 1: candidate slower
         return f"{cand} {inv} than {base} (ratio {_x(ratio)} {ci})"
     floor = ""
-    aa_lo, aa_hi = float(row.get("aa_low", math.nan)), float(row.get("aa_high", math.nan))
-    if (lo > 1 or hi < 1) and not math.isnan(aa_lo) and (lo <= aa_hi and hi >= aa_lo):
-        floor = f"; inside the A/A noise floor [{_x(aa_lo)}–{_x(aa_hi)}]"
-    elif lo > 1 or hi < 1:
-        floor = f"; within {MIN_EFFECT:.0%}, the smallest effect claimed"
+    aa = [float(row.get(k, math.nan)) for k in ("aa_low", "aa_high", "aa_ratio")]
+    if lo > 1 or hi < 1:  # clears 1 but not the bars of the verdicts' rule
+        lo_bar, hi_bar = verdict_bars(*aa)
+        if (lo_bar, hi_bar) != verdict_bars():
+            floor = f"; inside the A/A noise floor's bars [{_x(lo_bar)}–{_x(hi_bar)}]"
+        else:
+            floor = f"; within {MIN_EFFECT:.0%}, the smallest effect claimed"
     return f"{cand} vs {base}: no significant difference (ratio {_x(ratio)} {ci}{floor})"
 
 
@@ -108,20 +110,46 @@ def _noise_floor_line(verdicts: pd.DataFrame) -> list[str]:
     if aa.empty:
         return []
     parts = [
-        f"{str(r['metric']).removesuffix(' ns')} "
+        f"{str(r['metric']).removesuffix(' ns')} {_x(float(r['ratio']))} "
         f"[{_x(float(r['ci_low']))}–{_x(float(r['ci_high']))}]"
         for _, r in aa.iterrows()
     ]
     return [
         f"Noise floor (A/A): {aa['baseline'].iloc[0]} timed against a replica of itself, "
         f"interleaved like the others: {', '.join(parts)}; a difference is claimed only when "
-        f"its interval clears both this one and {MIN_EFFECT:.0%} either side of 1."
+        "its interval clears this one shifted by its median (its offset from 1 counted both "
+        f"ways) and {MIN_EFFECT:.0%} either side of 1."
     ]
 
 
 def _axis_label(variants: VariantSet, name: str, axis: str) -> str:
     """What a headline calls ``name`` on ``axis``: its value there (``impl``: the label)."""
     return variants.group_key(name, axis)
+
+
+def _unlike(variants: VariantSet, cand: str, axis: str, baseline: Mapping[str, str]) -> bool:
+    return axis == "impl" and not variants.like_for_like(cand, baseline)
+
+
+def _comparable_first(
+    rows: pd.DataFrame, axis: str, baseline: Mapping[str, str], variants: VariantSet
+) -> list[str]:
+    """The candidates of ``rows`` in order, those paired like for like first (``impl``)."""
+    cands = [str(c) for c in dict.fromkeys(rows["candidate"])]
+    return sorted(cands, key=lambda c: _unlike(variants, c, axis, baseline))
+
+
+def _impl_partner_label(
+    variants: VariantSet, cand: str, base: str, axis: str, baseline: Mapping[str, str]
+) -> str:
+    """What a line calls the baseline partner: its value on ``axis``; for an ``impl`` pair
+    that is not like for like, also the algorithms it runs (``radixbench heapify/linear``),
+    so no line reads as a claim about the implementation as a whole."""
+    label = _axis_label(variants, base, axis)
+    if not _unlike(variants, cand, axis, baseline):
+        return label
+    algos = [v for a in ("evictor", "matcher") if (v := variants.value(base, a)) is not None]
+    return f"{label} {'/'.join(algos)} (not like-for-like)"
 
 
 def _main_rows(
@@ -193,14 +221,14 @@ def answer(
             continue
         rows = _main_rows(verdicts, axis, baseline, variants)
         op_rows = rows[rows["metric"].str.endswith(" ns")]
-        for cand in dict.fromkeys(op_rows["candidate"]):
+        for cand in _comparable_first(op_rows, axis, baseline, variants):
             mine = op_rows[op_rows["candidate"] == cand]
             base = str(mine["baseline"].iloc[0])
             c_label = _axis_label(variants, str(cand), axis)
-            b_label = _axis_label(variants, base, axis)
+            b_label = _impl_partner_label(variants, str(cand), base, axis, baseline)
             note = str(mine["note"].iloc[0]) if "note" in mine and mine["note"].iloc[0] else ""
             if note:
-                head.append(f"{axis}: {c_label} vs {b_label}, {note}.")
+                head.append(f"{axis}: {c_label} vs {_axis_label(variants, base, axis)}, {note}.")
             metrics_here = (
                 [_PRIMARY[axis]] if axis in _PRIMARY else [f"{op} ns" for op in AXIS_OPS[axis]]
             )

@@ -27,6 +27,7 @@ import pandas as pd
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio
 from radixbench.reports.study import block_throughput_ratio
+from radixbench.reports.verdicts import verdict
 
 __all__ = ["AXIS", "hicache_lines", "tier_table"]
 
@@ -70,6 +71,12 @@ def _pct(v: object) -> str:
 
 def _x(v: float) -> str:
     return "n/a" if not np.isfinite(v) else f"{v:.3g}"
+
+
+def _word(lo: float, hi: float) -> str:
+    """``(better)`` / ``(worse)`` / ``(no significant difference)``: the verdicts' one rule
+    (:func:`radixbench.reports.verdicts.verdict`)."""
+    return f"({verdict(lo, hi, words=('better', 'worse'))})"
 
 
 def hicache_lines(
@@ -119,12 +126,12 @@ def hicache_lines(
                 b["ttft_s"].to_numpy(), c["ttft_s"].to_numpy(), paired=True, seed=seed,
                 n_resamples=n_resamples, stat=pct,
             )  # fmt: skip
-            parts.append(f"TTFT {label} {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+            parts.append(f"TTFT {label} {_x(r)}x [{_x(lo)}–{_x(hi)}] {_word(lo, hi)}")
         r, lo, hi = block_throughput_ratio(
             b["arrival_s"].to_numpy(), b["finish_s"].to_numpy(), c["finish_s"].to_numpy(),
             n_resamples=n_resamples, seed=seed,
         )  # fmt: skip
-        parts.append(f"block output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}]")
+        parts.append(f"block output throughput {_x(r)}x [{_x(lo)}–{_x(hi)}] {_word(lo, hi)}")
         same = [p for p in pairs if variants.value(p.candidate, AXIS) == cl]
         which = f" ({name} vs {pair.baseline})" if len(same) > 1 else ""
         serving.append(

@@ -18,13 +18,20 @@ from typing import Any
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.equivalence import equivalence_sentence, equivalence_status
 from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.markdown import format_cell
 from radixbench.reports.record import RunMeta
-from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
+from radixbench.reports.runmeta import (
+    environment_rows,
+    hit_rate_text,
+    run_rows,
+    run_title,
+    scenario_parts,
+)
 
-__all__ = ["CSS", "answer_html", "frame_html", "write_report_html"]
+__all__ = ["CSS", "answer_html", "frame_html", "summary_html", "write_report_html"]
 
 #: The inline style sheet of the HTML reports (report.html, diff.html).
 CSS = """
@@ -38,6 +45,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .faster { color: #070; font-weight: bold; } .slower { color: #b00; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; }
 .scroll { overflow-x: auto; max-width: 100%; } td { overflow-wrap: break-word; }
+td.brk { overflow-wrap: anywhere; min-width: 8em; }
+p.sub { color: #555; margin-top: -0.5em; } pre.md { white-space: pre-wrap; font-size: 0.8em; }
 .load { background: #eef; border: 1px solid #88a; padding: 0.6em; }
 """
 
@@ -51,26 +60,42 @@ _NUMBER = re.compile(
 )
 
 
+#: A text cell longer than this without a space (a path, a sha256, a variant name) may wrap
+#: anywhere (class ``brk``) rather than push its table off the page; its text is unchanged
+#: (it still copies and searches whole).
+_LONG_TOKEN = 20
+
+
+def _header(text: str) -> str:
+    """A column header, escaped, with a line-break opportunity (``<wbr>``) after each ``_``:
+    ``output_throughput`` wraps as ``output_`` / ``throughput``."""
+    return html.escape(text).replace("_", "_<wbr>")
+
+
 def frame_html(df: pd.DataFrame, table_id: str) -> str:
     """``df`` as an HTML ``<table id=table_id>`` (cells via ``format_cell``, numbers
     right-aligned and never wrapped (class ``num``: numeric columns and cells that read as a
-    number), ``verdict`` cells classed by value); an empty frame gives ``<p>no rows</p>``."""
+    number), ``verdict`` cells classed by value, long unspaced text breakable anywhere (class
+    ``brk``) and headers at ``_``, so a wide table wraps to the page before it scrolls in its
+    own box); an empty frame gives ``<p>no rows</p>``."""
     if df.empty:
         return f'<p id="{html.escape(table_id)}"><em>no rows</em></p>'
     numeric = [
         pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
         for c in df.columns
     ]
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    head = "".join(f"<th>{_header(str(c))}</th>" for c in df.columns)
     body = []
     for row in df.itertuples(index=False, name=None):
         cells = []
         for col, value, num in zip(df.columns, row, numeric, strict=True):
             plain = format_cell(value).replace("\\|", "|")
             cls = ' class="num"' if num or _NUMBER.fullmatch(plain) else ""
+            text = html.escape(plain)
             if col == "verdict":
                 cls = f' class="{html.escape((str(value).split() or ["none"])[0])}"'
-            text = html.escape(plain)
+            elif not cls and len(plain) > _LONG_TOKEN and " " not in plain:
+                cls = ' class="brk"'  # a path, a hash, a variant name
             cells.append(f"<td{cls}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (  # a wide table scrolls inside its own box: the page fits a 1,400-px window
@@ -81,7 +106,7 @@ def frame_html(df: pd.DataFrame, table_id: str) -> str:
 
 def answer_html(answer: Answer | None) -> str:
     """Overload flags (class ``fail``) and the load line, then ``Answer`` (headline lines) and
-    ``Serving effect`` as lists; empty without an answer."""
+    ``Serving effect`` (when it has lines) as lists; empty without an answer."""
     if answer is None:
         return ""
     out = [
@@ -91,7 +116,59 @@ def answer_html(answer: Answer | None) -> str:
     items = "".join(f"<li>{_inline(t)}</li>" for t in answer.headline)
     out.append(f"<h2>Answer</h2><ul>{items or '<li>no axis compared</li>'}</ul>")
     serving = "".join(f"<li>{_inline(t)}</li>" for t in answer.serving)
-    out.append(f"<h3>Serving effect</h3><ul>{serving}</ul>")
+    if serving:  # a cluster's answer ranks routers by serving metrics: no section of its own
+        out.append(f"<h3>Serving effect</h3><ul>{serving}</ul>")
+    return "".join(out)
+
+
+#: A Markdown pipe table's separator row (``|---|---:|``).
+_SEPARATOR = re.compile(r"\|(\s*:?-+:?\s*\|)+")
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of one Markdown pipe-table row (``\\|`` is a literal bar)."""
+    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
+def summary_html(lines: list[str]) -> str:
+    """The PR-comment block (:func:`~radixbench.reports.pr_summary.summary_block`'s Markdown
+    lines) as the HTML section ``Summary (for a PR comment)``: its table (``t-summary``,
+    through :func:`frame_html`), notes and bullets, then the Markdown itself to copy, in a
+    collapsed ``<pre>``. Empty for no lines."""
+    if not lines:
+        return ""
+    out = ["<h2>Summary (for a PR comment)</h2>"]
+    table: list[list[str]] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if table:
+            head, *rows = table
+            out.append(frame_html(pd.DataFrame(rows, columns=head), "t-summary"))
+            table.clear()
+        if items:
+            out.append("<ul>" + "".join(f"<li>{_inline(t)}</li>" for t in items) + "</ul>")
+            items.clear()
+
+    text = "\n".join(lines)  # an element may hold several lines (a whole table)
+    for line in text.split("\n")[1:]:  # the first is the block's own heading
+        if line.startswith("|"):
+            if not _SEPARATOR.fullmatch(line.strip()):
+                table.append(_cells(line))
+            continue
+        if line.startswith("- "):
+            items.append(line[2:])
+            continue
+        flush()
+        if line.strip():
+            out.append(f"<p>{_inline(line.strip().strip('_'))}</p>")
+    flush()
+    source = html.escape(text)
+    out.append(
+        "<details><summary>Markdown of this summary, to paste into a PR comment</summary>"
+        f'<pre class="md">{source}</pre></details>'
+    )
     return "".join(out)
 
 
@@ -115,24 +192,17 @@ def _dl(rows: list[tuple[str, str]]) -> str:
 
 
 def _equivalence_html(eq: Mapping[str, Any]) -> str:
-    variants = ", ".join(map(str, eq.get("variants", [])))
-    if eq.get("ok"):
+    """The equivalence verdict (:mod:`radixbench.reports.equivalence`): a red ``fail`` box
+    when it failed, green ``pass`` when it passed, neutral when there was nothing to check."""
+    status = equivalence_status(eq)
+    text = _inline(equivalence_sentence(eq))
+    if status == "FAILED":
         return (
-            f'<p class="pass">PASS: all variants ({html.escape(variants)}) produced identical '
-            f"prefix_hit_tokens for all {html.escape(str(eq.get('n_requests', 'n/a')))} "
-            "requests.</p>"
+            f'<p class="fail">EQUIVALENCE FAILED: {text}, so latency comparisons are not '
+            "like-for-like.</p>"
         )
-    first = eq.get("first_diff") or {}
-    detail = (
-        f" First differing request: rid {html.escape(str(first.get('rid')))}: "
-        f"{html.escape(str(first.get('values')))}"
-        if first
-        else " No first differing request was recorded."
-    )
-    return (
-        '<p class="fail">EQUIVALENCE FAILED: the variants do NOT produce identical '
-        f"prefix_hit_tokens, so latency comparisons are not like-for-like.{detail}</p>"
-    )
+    cls = "pass" if status == "PASS" else "load"
+    return f'<p class="{cls}">Equivalence: {status}: {text}.</p>'
 
 
 def _img(name: str, path: Path) -> str:
@@ -151,22 +221,31 @@ def write_report_html(
     frames: Mapping[str, pd.DataFrame | None],
     plots: Mapping[str, Path],
     answer: Answer | None = None,
+    summary: list[str] | None = None,
+    heading: str = "radixbench report",
 ) -> Path:
     """Write ``<run_dir>/report.html`` atomically and return its path.
 
-    ``answer`` (:func:`~radixbench.reports.headline.answer`) leads, as in ``report.md``.
+    The title states what ran (:func:`~radixbench.reports.runmeta.run_title`: requests, KV
+    pool, instances), after ``heading``; the scenario's description follows. ``summary``: the
+    PR-comment block (:func:`~radixbench.reports.pr_summary.summary_block`), first, as in
+    ``report.md`` (:func:`summary_html`). ``answer``
+    (:func:`~radixbench.reports.headline.answer`) leads, as in ``report.md``.
     ``frames``: section title -> table (None entries are skipped), rendered in order with
     table ids ``t-<index>``; the ``Variants`` frame, when present, supplies the achieved prefix
     hit rate shown beside ``meta["hit_rate_ceiling"]``. ``plots``: name -> PNG path, each read
     and embedded (``OSError`` if one is missing).
     """
     run_dir = Path(run_dir)
-    title = html.escape(str(meta.scenario))
+    title = html.escape(run_title(meta))
+    _, description = scenario_parts(meta)
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>radixbench report: {title}"
         f"</title><style>{CSS}</style></head><body>",
-        f"<h1>radixbench report: {title}</h1>",
+        f"<h1>{html.escape(heading)}: {title}</h1>",
+        f'<p class="sub">{html.escape(description)}</p>' if description else "",
         _equivalence_html(equivalence),
+        summary_html(summary or []),
         answer_html(answer),
         _hit_rate_html(frames.get("Variants"), meta),
         "<h2>Run</h2>",

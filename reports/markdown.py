@@ -21,12 +21,26 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports._atomic import atomic_paths
+from radixbench.reports.equivalence import equivalence_sentence, equivalence_status
 from radixbench.reports.headline import Answer
 from radixbench.reports.impls import implementation_frames
 from radixbench.reports.record import RunMeta
-from radixbench.reports.runmeta import environment_rows, hit_rate_text, run_rows
+from radixbench.reports.runmeta import (
+    environment_rows,
+    hit_rate_text,
+    run_rows,
+    run_title,
+    scenario_parts,
+)
 
-__all__ = ["answer_block", "format_cell", "markdown_table", "pipe_table", "write_report_md"]
+__all__ = [
+    "answer_block",
+    "equivalence_block",
+    "format_cell",
+    "markdown_table",
+    "pipe_table",
+    "write_report_md",
+]
 
 
 def format_cell(value: Any) -> str:
@@ -121,7 +135,8 @@ def _implementations_block(meta: RunMeta) -> list[str]:
 
 def answer_block(answer: Answer | None) -> list[str]:
     """The report's first lines: overload flags (a quoted warning), ``## Answer`` with one
-    bullet per headline line, then ``### Serving effect``; nothing when ``answer`` is None."""
+    bullet per headline line, then ``### Serving effect`` (when it has lines); nothing when
+    ``answer`` is None."""
     if answer is None:
         return []
     lines = []
@@ -131,7 +146,9 @@ def answer_block(answer: Answer | None) -> list[str]:
         lines[-1] = ""
     lines += ["## Answer", ""]
     lines += [f"- {t}" for t in answer.headline] or ["- _no axis compared: one variant per axis_"]
-    lines += ["", "### Serving effect", "", *(f"- {t}" for t in answer.serving), ""]
+    lines += [""]
+    if answer.serving:
+        lines += ["### Serving effect", "", *(f"- {t}" for t in answer.serving), ""]
     return lines
 
 
@@ -156,17 +173,13 @@ def _verdict_block(verdicts: pd.DataFrame | None) -> list[str]:
     ]
 
 
-def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
-    """Section stating the equivalence verdict; a divergence shows the first differing rid."""
-    variants: Sequence[str] = list(equivalence.get("variants", []))
-    n_requests = equivalence.get("n_requests", "n/a")
-    if equivalence.get("ok"):
-        return [
-            "## Equivalence: PASS",
-            "",
-            f"All {len(variants)} variants ({', '.join(f'`{v}`' for v in variants)}) produced "
-            f"identical `prefix_hit_tokens` for all {n_requests} requests.",
-        ]
+def equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
+    """Section stating the equivalence verdict (:mod:`radixbench.reports.equivalence`); a
+    divergence shows the first differing rid with every variant's hits."""
+    status = equivalence_status(equivalence)
+    sentence = equivalence_sentence(equivalence)
+    if status != "FAILED":
+        return [f"## Equivalence: {status}", "", sentence[0].upper() + sentence[1:] + "."]
     lines = [
         "## Equivalence: FAILED",
         "",
@@ -174,14 +187,12 @@ def _equivalence_block(equivalence: Mapping[str, Any]) -> list[str]:
         "> The variants did different work, so the latency comparisons below are not "
         "like-for-like.",
         "",
-        f"Variants compared: {', '.join(f'`{v}`' for v in variants) or 'n/a'}; "
-        f"requests: {n_requests}.",
+        sentence[0].upper() + sentence[1:] + ".",
         "",
     ]
     first = equivalence.get("first_diff")
     if not first:
-        lines.append("No first differing request was recorded.")
-        return lines
+        return [*lines, "No first differing request was recorded."]
     values: Mapping[str, Any] = first.get("values", {})
     lines += [
         f"**First differing request: rid {first.get('rid')}**",
@@ -248,16 +259,20 @@ def write_report_md(
     headline line per compared axis, the serving effect.
     """
     run_dir = Path(run_dir)
-    title = meta.scenario
-    lines = [f"# radixbench report: {title}", ""]
-    if not equivalence.get("ok"):
+    _, description = scenario_parts(meta)
+    lines = [f"# radixbench report: {run_title(meta)}", ""]
+    lines += [f"_{description}_", ""] if description else []
+    if equivalence_status(equivalence) == "FAILED":
         lines += [
             "> **WARNING: EQUIVALENCE FAILED** - variants disagree on prefix hits "
             "(see [Equivalence](#equivalence-failed)).",
             "",
         ]
     if summary:
-        lines += ["## Summary (for a PR comment)", "", *summary[1:], "", "---", ""]
+        body = summary[1:]  # its own heading left out; the title above says what ran
+        while body and not body[0]:
+            body = body[1:]
+        lines += ["## Summary (for a PR comment)", "", *body, "", "---", ""]
     lines += answer_block(answer)
     achieved = float(variant_summary["prefix_hit_rate"].median()) if len(variant_summary) else None
     ceiling = hit_rate_text(achieved, meta)
@@ -265,7 +280,7 @@ def write_report_md(
     lines += [f"**Prefix hit rate**: {ceiling}.", ""] if ceiling else []
     lines += ["## Run", "", *_meta_block(meta), ""]
     lines += [*_verdict_block(verdicts)]
-    lines += [*_equivalence_block(equivalence), ""]
+    lines += [*equivalence_block(equivalence), ""]
     lines += [*_environment_block(meta), ""]
     lines += [*_implementations_block(meta)]
     lines += [

@@ -19,13 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from radixbench.reports.plotaxes import compact_number, fixed_layout, log_tick_values, log_ticks
-from radixbench.reports.plots import (
+from radixbench.reports.plots import cdf_points, no_data, save_figure
+from radixbench.reports.plots_scatter import (
     XLABEL_IN,
-    cdf_points,
     legend_room_in,
     loglog_scatter,
-    no_data,
-    save_figure,
     scatter_series,
 )
 
@@ -172,10 +170,15 @@ def plot_cost_vs_tree(ops: pd.DataFrame, path: Path | str, *, svg: bool = False)
     axes = fig.subplots(1, len(TREE_OPS))
     fixed_layout(fig, 1, len(TREE_OPS), top_in=0.8, bottom_in=XLABEL_IN + room)
     for ax, (op, axis) in zip(axes, TREE_OPS, strict=True):
-        loglog_scatter(ax, rows[op], "tree_tokens", axis)
+        loglog_scatter(
+            ax,
+            rows[op],
+            "tree_tokens",
+            axis,
+            xlabel=("tree size before the call", "tokens"),
+            ylabel=(f"{op} latency", "ns"),
+        )
         ax.set_title(f"{op} latency vs tree size (colour: {axis})")
-        ax.set_xlabel("tree size before the call (tokens, log scale)")
-        ax.set_ylabel(f"{op} latency (ns, log scale)")
     fig.suptitle(
         "Per-op cost vs tree size (legend: fitted log-log slope)", y=1 - 0.1 / 5.0, va="top"
     )
@@ -190,10 +193,15 @@ def plot_match_vs_matched(ops: pd.DataFrame, path: Path | str, *, svg: bool = Fa
     fig = Figure(figsize=(7.5, 5.0 + room))
     ax = fig.subplots()
     fixed_layout(fig, bottom_in=XLABEL_IN + room)
-    loglog_scatter(ax, rows, "result", "matcher")
+    loglog_scatter(
+        ax,
+        rows,
+        "result",
+        "matcher",
+        xlabel=("matched prefix length", "tokens"),
+        ylabel=("match_prefix latency", "ns"),
+    )
     ax.set_title("match_prefix latency vs matched length, by matcher")
-    ax.set_xlabel("matched prefix length (tokens, log scale)")
-    ax.set_ylabel("match_prefix latency (ns, log scale)")
     return save_figure(fig, path, svg=svg)
 
 

@@ -4,8 +4,10 @@
 ``compare --summary-only`` prints: one table row per compared op (the headline's comparisons:
 each axis at the baseline's other settings) with the baseline's and the candidate's p50 in
 µs, the ratio with its 95 % interval and the A/A noise floor, calls, the condition the calls
-saw and the verdict; then the serving effect, the equivalence, the machine and the command
-that reproduces the run.
+saw and the verdict; under it each axis NOT COMPARED with its reason and the reference lines;
+then the serving effect, the equivalence, the machine and the command that reproduces the
+run. Its heading states what ran (requests, KV pool: :func:`~radixbench.reports.runmeta.
+run_title`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 import pandas as pd
 
 from radixbench.reports.diagnostics import AxisCheck
+from radixbench.reports.equivalence import equivalence_sentence, equivalence_status
 from radixbench.reports.markdown import markdown_table
 from radixbench.reports.record import RunMeta
+from radixbench.reports.runmeta import run_title
 from radixbench.reports.verdicts import MIN_EFFECT
 
 __all__ = ["summary_block"]
@@ -40,12 +44,16 @@ def summary_block(
     equivalence: Mapping[str, Any],
     meta: RunMeta,
     main_rows: pd.DataFrame | None = None,
+    reference: Sequence[str] = (),
 ) -> list[str]:
     """Markdown lines of the summary (module docstring). ``verdicts``: the verdict table
     (``withhold`` applied); ``main_rows``: the rows the headline states (default: every op
     row but the A/A control's); ``checks``: the axis checks (their conditions); ``serving``:
     the answer's serving lines; ``equivalence``: the check's result; ``meta``: the record
-    (scenario, environment, ``command_line``). Pure."""
+    (scenario, environment, ``command_line``); ``reference``: the answer's reference lines
+    (the reference implementation's p50 and each algorithm against it, or why it did not run),
+    listed under the table with the axes not compared and why, as the answer states them.
+    Pure."""
     rows = main_rows if main_rows is not None else verdicts[verdicts["axis"] != "replica"]
     rows = rows[rows["metric"].str.endswith(" ns")] if len(rows) else rows
     table = []
@@ -71,9 +79,11 @@ def summary_block(
         )
     head = ["op", "candidate vs baseline", "baseline p50 µs", "candidate p50 µs",
             "ratio [95% CI]", "calls", "condition", "verdict"]  # fmt: skip
-    name = meta.scenario.split(":")[0]
-    out = [f"### radixbench: {name}", ""]
+    out = [f"### radixbench: {run_title(meta)}", ""]
     out += [markdown_table(head, table), ""] if table else ["_no op compared_", ""]
+    skipped = [f"- {axis}: NOT COMPARED — {c.reason}." for axis, c in checks.items() if not c.ok]
+    listed = [*skipped, *(f"- {line}" for line in reference)]
+    out += [*listed, ""] if listed else []
     out += [
         "ratio = baseline p50 / candidate p50 (> 1: the candidate is faster); intervals: "
         "bootstrap (BCa up to 1,000 calls a side, percentile beyond); a verdict needs its "
@@ -82,15 +92,8 @@ def summary_block(
         "",
     ]
     out += [f"- Serving: {s}" for s in serving[:1]]
-    if equivalence.get("ok"):
-        eq = (
-            f"PASS — {len(equivalence.get('variants', []))} variants, identical prefix hits "
-            f"for all {equivalence.get('n_requests', 0):,} requests"
-        )
-    else:
-        d = equivalence.get("first_diff") or {}
-        eq = f"DIVERGED — first differing request rid={d.get('rid')}"
-    out.append(f"- Equivalence: {eq}")
+    eq = equivalence_sentence(equivalence, names=False)
+    out.append(f"- Equivalence: {equivalence_status(equivalence)} — {eq}")
     env = meta.environment
     machine = (
         f"{env.get('cpu', 'n/a')}, {env.get('cores', 'n/a')} cores, Python "

@@ -13,13 +13,15 @@ lines of the answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from radixbench.reports.axes import VariantSet
+from radixbench.reports.axes import REPLICA, VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
+from radixbench.reports.diagnostics import axis_checks
 from radixbench.reports.verdicts import common_call_sites, verdict
 
 __all__ = ["reference_lines", "reference_rows"]
@@ -28,12 +30,25 @@ __all__ = ["reference_lines", "reference_rows"]
 _OPS = {"evict": ("evictor", "evictable_leaves"), "match_prefix": ("matcher", "result")}
 
 
+def _aa(noise: pd.DataFrame | None, metric: str) -> tuple[float, float, float]:
+    """The A/A control's ``(ci_low, ci_high, ratio)`` of ``metric`` in the verdict table
+    ``noise`` (NaN without it)."""
+    if noise is None or noise.empty or "axis" not in noise:
+        return math.nan, math.nan, math.nan
+    row = noise[(noise["axis"] == REPLICA) & (noise["metric"] == metric)]
+    if row.empty:
+        return math.nan, math.nan, math.nan
+    r = row.iloc[0]
+    return float(r["ci_low"]), float(r["ci_high"]), float(r["ratio"])
+
+
 def reference_rows(
     ops: pd.DataFrame,
     variants: VariantSet,
     baseline: Mapping[str, str],
     reference: str,
     *,
+    noise: pd.DataFrame | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -41,18 +56,26 @@ def reference_rows(
     label ``reference``): ``candidate`` the radixbench variant, ``baseline`` the reference's,
     medians (ns), ``ratio`` = reference / candidate with its interval (> 1: the algorithm is
     faster than the reference), ``condition`` (the reference's calls' median evictable leaves
-    or matched tokens). Empty when the reference or the op did not run. Mutates nothing."""
+    or matched tokens), ``verdict`` by the verdicts' one rule with the A/A control of the
+    verdict table ``noise`` (:func:`~radixbench.reports.verdicts.verdict`). An op whose axis
+    was not exercised by the same rule the headline uses
+    (:func:`~radixbench.reports.diagnostics.axis_checks`: trivial inputs, or none) reads
+    ``not compared`` with the reason in ``note``. Empty when the reference or the op did not
+    run. Mutates nothing."""
     refs = [n for n in variants.names if variants.value(n, "impl") == reference
             and variants.value(n, "replica") is None]  # fmt: skip
     if not refs:
         return pd.DataFrame()
     ref = refs[0]
+    checks = axis_checks(ops, [axis for axis, _ in _OPS.values()])
     rows = []
     for op, (axis, cond_col) in _OPS.items():
         sel = ops[ops["op"] == op]
         mine = sel[sel["variant"] == ref]
         if mine.empty:
             continue
+        check = checks[axis]
+        aa = _aa(noise, f"{op} ns")
         other = "matcher" if axis == "evictor" else "evictor"
         for name in variants.names:
             if variants.value(name, axis) is None or variants.value(name, "replica") is not None:
@@ -81,10 +104,11 @@ def reference_rows(
                     "ci_low": lo,
                     "ci_high": hi,
                     "ci_method": ci_method(b.size, c.size),
-                    "verdict": verdict(lo, hi),
+                    "verdict": verdict(lo, hi, *aa) if check.ok else "not compared",
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),
                     "condition": float(at_ref[cond_col].median()),
+                    "note": "" if check.ok else check.reason,
                 }
             )
     return pd.DataFrame(rows)
@@ -96,15 +120,19 @@ def _x(v: float) -> str:
 
 def reference_lines(rows: pd.DataFrame, label: str, caveat: str = "") -> list[str]:
     """The answer's lines: per op, the reference's p50 at its condition, then each algorithm's
-    ratio against it with the interval and the verdict rows carry (``label``: how to name the
-    reference, e.g. ``sglang 0.5.23 as served (rust tree core)``; ``caveat``: appended to every
-    line, e.g. after a divergence)."""
+    ratio against it with the interval and the verdict rows carry; an op not compared (rows
+    of verdict ``not compared``) gets ``NOT COMPARED`` and the reason instead (``label``: how
+    to name the reference, e.g. ``sglang 0.5.23 as served (rust tree core)``; ``caveat``:
+    appended to every line, e.g. after a divergence)."""
     out: list[str] = []
     if rows.empty:
         return out
     for metric, g in rows.groupby("metric", sort=False):
         op = str(metric).removesuffix(" ns")
         first = g.iloc[0]
+        if first["verdict"] == "not compared":  # the headline's own triviality rule
+            out.append(f"{op} — {label}: NOT COMPARED — {first['note']}{caveat}.")
+            continue
         cond = (
             f"{first['condition']:,.0f} evictable leaves"
             if op == "evict"

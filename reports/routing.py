@@ -19,7 +19,9 @@ column says ``_ms`` / ``_us``; throughput in output tokens per simulated second.
   and output-throughput ratio candidate / baseline (> 1: better), each with a 95 % bootstrap
   interval over requests paired by ``rid`` (finished under both; seeded; ``scipy.stats.
   bootstrap``, as :mod:`radixbench.reports.bootstrap`), and the
-  verdict ``better`` / ``worse`` / ``no significant difference``.
+  verdict ``better`` / ``worse`` / ``no significant difference`` by the one rule of every
+  verdict (:func:`radixbench.reports.verdicts.verdict`: the interval must clear 3 % either side
+  of 1, so a 1.01x [1.00-1.01] throughput is no difference).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_paired, bootstrap_ratio
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.record import RunMeta
+from radixbench.reports.verdicts import verdict
 
 __all__ = ["VERDICT_COLUMNS", "instance_table", "router_table", "router_verdicts"]
 
@@ -189,11 +192,10 @@ def _throughput_ci(
 
 
 def _verdict(lo: float, hi: float) -> str:
-    if lo > 1.0:
-        return "better"
-    if hi < 1.0:
-        return "worse"
-    return "no significant difference"
+    """``better`` / ``worse`` / no significant difference by the verdicts' one rule
+    (:func:`radixbench.reports.verdicts.verdict`: the interval clears ``MIN_EFFECT`` either
+    side of 1; a cluster run has no A/A replica)."""
+    return verdict(lo, hi, words=("better", "worse"))
 
 
 def router_verdicts(

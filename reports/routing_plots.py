@@ -8,6 +8,9 @@ CDF of every router on one panel.
 * ``instance_hit_rate``: per instance, hit tokens / input tokens of the requests arriving in
   each of :data:`TIME_BINS` equal arrival-time bins (finished requests);
 * ``ttft_cdf``: the empirical CDF of TTFT (s, log axis) of finished requests, per router.
+
+Each per-instance plot has one legend naming the instances (same colour in every router's
+panel), in the figure's right margin, where it covers no panel.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from radixbench.reports.plotaxes import fixed_layout
 from radixbench.reports.plots import no_data, save_figure
@@ -28,15 +33,59 @@ MAX_POINTS = 2_000
 TIME_BINS = 40
 
 
-def _grid(n: int) -> tuple[Figure, list, int, int]:
+#: Height (in) of one legend entry at :data:`LEGEND_FONT` points and width (in) of one legend
+#: column ("instance 31" with its line), for sizing the right margin the legend lies in.
+LEGEND_FONT = 7
+_ENTRY_H_IN = 0.17
+_COLUMN_W_IN = 1.0
+
+
+def instance_colours(instances: list) -> dict:
+    """One colour per instance, the same in every panel (an instance absent from one router's
+    panel shifts no other's): tab10 up to 10 instances, tab20 up to 20, else turbo."""
+    n = len(instances)
+    if n <= 10:
+        return {k: f"C{i}" for i, k in enumerate(instances)}
+    cmap = colormaps["tab20" if n <= 20 else "turbo"]
+    return {k: cmap(i / max(1, n - 1) if n > 20 else i) for i, k in enumerate(instances)}
+
+
+def _grid(n: int, entries: int = 0) -> tuple[Figure, list, int]:
+    """A figure of ``n`` panels (2 per row) with a right margin wide enough for a legend of
+    ``entries`` rows in as many columns as the figure's height needs; returns the figure, its
+    axes and the legend's column count."""
     cols = min(n, 2)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(6.0 * cols, 3.0 * rows))
+    height = 3.0 * rows
+    top_in, bottom_in = 0.45, 0.6
+    per_column = max(1, int((height - top_in - bottom_in) / _ENTRY_H_IN))
+    ncol = math.ceil(entries / per_column) if entries else 0
+    right_in = 0.3 + _COLUMN_W_IN * ncol
+    fig = Figure(figsize=(6.0 * cols + right_in - 0.25, height))
     axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
-    fixed_layout(fig, rows, cols, right_in=1.3)
+    fixed_layout(fig, rows, cols, top_in=top_in, bottom_in=bottom_in, right_in=right_in)
     for ax in axes[n:]:
         ax.set_visible(False)
-    return fig, axes, rows, cols
+    return fig, axes, ncol
+
+
+def _legend(fig: Figure, axes: list, colours: dict, ncol: int) -> None:
+    """One legend for every panel (an instance has the same colour in each), in the figure's
+    right margin beside the top-right panel, where it covers no panel; none without lines."""
+    if not colours:
+        return
+    handles = [Line2D([], [], color=c, lw=1.2) for c in colours.values()]
+    top_right = axes[1] if len(axes) > 1 and axes[1].get_visible() else axes[0]
+    box = top_right.get_position()
+    fig.legend(
+        handles,
+        [f"instance {k}" for k in colours],
+        fontsize=LEGEND_FONT,
+        ncols=max(1, ncol),
+        loc="upper left",
+        bbox_to_anchor=(box.x1 + 0.1 / fig.get_size_inches()[0], box.y1),
+        borderaxespad=0.0,
+    )
 
 
 def _label(df: pd.DataFrame, variant: str) -> str:
@@ -52,7 +101,8 @@ def plot_instance_load(
     """``load``: ``variant``, ``sim_time_s``, ``instance``, ``outstanding``; ``labels``: a table
     with ``variant`` and ``router`` (panel titles)."""
     variants = list(dict.fromkeys(load["variant"])) or ["-"]
-    fig, axes, _, _ = _grid(len(variants))
+    colours = instance_colours(sorted(load["instance"].unique()))
+    fig, axes, ncol = _grid(len(variants), len(colours))
     for ax, variant in zip(axes, variants):
         rows = load[load["variant"] == variant]
         if not len(rows):
@@ -62,12 +112,12 @@ def plot_instance_load(
             step = max(1, len(part) // MAX_POINTS)
             part = part.iloc[::step]
             ax.step(part["sim_time_s"], part["outstanding"], where="post", lw=0.8,
-                    label=f"instance {inst}")  # fmt: skip
+                    color=colours[inst])  # fmt: skip
         ax.set_title(f"{_label(labels, variant)}: outstanding requests per instance")
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("requests")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(fig, axes, colours, ncol)
     return save_figure(fig, path, svg=svg)
 
 
@@ -75,7 +125,8 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
     """``requests``: the per-request table with ``instance`` (and ``router``)."""
     done = requests[requests["status"] == "finished"]
     variants = list(dict.fromkeys(requests["variant"])) or ["-"]
-    fig, axes, _, _ = _grid(len(variants))
+    colours = instance_colours(sorted(done["instance"].unique()))
+    fig, axes, ncol = _grid(len(variants), len(colours))
     t_max = float(done["arrival_s"].max()) if len(done) else 1.0
     edges = np.linspace(0.0, max(t_max, 1e-9), TIME_BINS + 1)
     mids = (edges[:-1] + edges[1:]) / 2
@@ -89,13 +140,13 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
             hit = np.bincount(b, weights=part["prefix_hit_tokens"], minlength=TIME_BINS)
             inp = np.bincount(b, weights=part["input_len"], minlength=TIME_BINS)
             rate = np.divide(hit, inp, out=np.full(TIME_BINS, np.nan), where=inp > 0)
-            ax.plot(mids, rate, lw=0.9, marker=".", ms=3, label=f"instance {inst}")
+            ax.plot(mids, rate, lw=0.9, marker=".", ms=3, color=colours[inst])
         ax.set_title(f"{_label(requests, variant)}: prefix hit rate per instance")
         ax.set_xlabel("arrival time (s)")
         ax.set_ylabel("hit tokens / input tokens")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(fig, axes, colours, ncol)
     return save_figure(fig, path, svg=svg)
 
 

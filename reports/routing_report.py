@@ -13,20 +13,21 @@ instances are flagged first.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from radixbench.reports import write_report
 from radixbench.reports.headline import Answer
 from radixbench.reports.markdown import pipe_table
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import instance_table, router_table, router_verdicts
 from radixbench.reports.tables import write_table
 
-__all__ = ["answer_lines", "write_routing_report"]
+__all__ = ["answer_lines", "router_view", "write_routing_report"]
 
 
 def _x(r: float) -> str:
@@ -146,26 +147,55 @@ def _render(
         ),
     }
     result["plots"] = plots
-    frames = {
-        "Routers": result["routers"],
-        "Router verdicts": result["router_verdicts"],
-        "Instances": result["instances"],
-        "Serving metrics": None,
+    frames = {  # the columns report.md shows: no repeated variant names to scroll past
+        "Routers": router_view(result["routers"]),
+        "Router verdicts": result["router_verdicts"].drop(columns=["candidate", "baseline"]),
+        "Instances": result["instances"].drop(columns=["variant"]),
     }
-    result["report_md"] = _write_md(run_dir, result, plots, meta)
+    result["report_md"] = _write_md(run_dir, result, plots, meta, equivalence)
     result["report_html"] = write_report_html(
         run_dir, meta=meta, equivalence=equivalence, frames=frames, plots=plots,
-        answer=result["answer"],
+        answer=result["answer"], heading="radixbench cluster report",
     )  # fmt: skip
 
 
-def _write_md(run_dir: Path, result: dict[str, Any], plots: dict[str, Path], meta: RunMeta) -> Path:
+def router_view(routers: pd.DataFrame) -> pd.DataFrame:
+    """The router table as the reports show it: one row per measure (``measure``: TTFT p50,
+    throughput, prefix hit rate...), one column per router (its ``label``: the router's name,
+    or the variant's where a router ran several cache variants), so a run of 4-8 routers and 17
+    measures reads down the page instead of off its side. Numbers as floats (counts whole)."""
+    measures = routers.drop(columns=["variant", "label", "router"], errors="ignore")
+    with contextlib.suppress(TypeError, ValueError):  # a non-numeric measure: shown as is
+        measures = measures.astype("float64")
+    view = measures.T
+    view.columns = [str(x) for x in routers["label"]]
+    return view.rename_axis("measure").reset_index()
+
+
+def _write_md(
+    run_dir: Path,
+    result: dict[str, Any],
+    plots: dict[str, Path],
+    meta: RunMeta,
+    equivalence: Mapping[str, Any],
+) -> Path:
     from radixbench.reports._atomic import atomic_paths
+    from radixbench.reports.equivalence import equivalence_status
+    from radixbench.reports.markdown import equivalence_block
+    from radixbench.reports.runmeta import run_title, scenario_parts
 
     ans: Answer = result["answer"]
     routers: pd.DataFrame = result["routers"]
     cluster = meta.extra.get("cluster", {}) if isinstance(meta.extra, dict) else {}
-    lines = [f"# radixbench cluster report: {meta.scenario}", ""]
+    _, description = scenario_parts(meta)
+    lines = [f"# radixbench cluster report: {run_title(meta)}", ""]
+    lines += [f"_{description}_", ""] if description else []
+    if equivalence_status(equivalence) == "FAILED":
+        lines += [
+            "> **WARNING: EQUIVALENCE FAILED** - cache variants of one router disagree on "
+            "prefix hits (see [Equivalence](#equivalence-failed)).",
+            "",
+        ]
     lines += [f"> **{t}**" for t in ans.load] + ([""] if ans.load else [])
     lines += ["## Answer", "", "Routers ranked by TTFT p90 (simulated time):", ""]
     lines += [*list(ans.headline), ""]
@@ -181,11 +211,14 @@ def _write_md(run_dir: Path, result: dict[str, Any], plots: dict[str, Path], met
         f"{cluster.get('event_delay_s', 0)} s, loss {cluster.get('event_loss', 0)}; router time "
         f"coupled into TTFT: {cluster.get('couple_router_time', False)}",
         "",
+        *equivalence_block(equivalence),
+        "",
         "## Routers",
         "",
-        pipe_table(
-            routers.drop(columns=["variant", "label"] if routers["router"].is_unique else [])
-        ),
+        "One column per router; TTFT, TPOT and E2E in s, route times in µs, throughput in "
+        "output tokens per simulated second (`routers.csv`: one row per router).",
+        "",
+        pipe_table(router_view(routers)),
         "",
         "## Router verdicts",
         "",

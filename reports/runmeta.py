@@ -13,7 +13,15 @@ from typing import Any
 
 from radixbench.reports.record import RunMeta
 
-__all__ = ["config_hash", "cost_source_text", "environment_rows", "hit_rate_text", "run_rows"]
+__all__ = [
+    "config_hash",
+    "cost_source_text",
+    "environment_rows",
+    "hit_rate_text",
+    "run_rows",
+    "run_title",
+    "scenario_parts",
+]
 
 _ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("cpu", "CPU model"),
@@ -52,6 +60,30 @@ def _show(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "; ".join(map(_show, value)) or "none"
     return str(value)
+
+
+def scenario_parts(meta: RunMeta) -> tuple[str, str]:
+    """``(name, description)`` of ``meta.scenario`` (``"<name>: <description>"``; the
+    description is "" when the record has none)."""
+    name, _, description = str(meta.scenario).partition(": ")
+    return name, description
+
+
+def run_title(meta: RunMeta) -> str:
+    """What ran, for a report's title: ``shared-prefix-serving — 200 requests, KV pool 50,000
+    tokens`` (``..., 8 instances, KV pool 76,832 tokens each`` in a cluster run), from the run
+    record, so ``--requests`` / ``--kv-capacity`` / ``--instances`` overrides show, never the
+    scenario description's own numbers. Fields the record lacks are left out."""
+    name, _ = scenario_parts(meta)
+    parts = [f"{meta.requests:,} requests"] if isinstance(meta.requests, int) else []
+    cluster = meta.extra.get("cluster") if isinstance(meta.extra, Mapping) else None
+    n = cluster.get("instances") if isinstance(cluster, Mapping) else None
+    if isinstance(n, int):
+        parts.append(f"{n:,} instance{'s' if n != 1 else ''}")
+    if isinstance(meta.kv_capacity_tokens, int):
+        each = " each" if isinstance(n, int) and n > 1 else ""
+        parts.append(f"KV pool {meta.kv_capacity_tokens:,} tokens{each}")
+    return f"{name} — {', '.join(parts)}" if parts else name
 
 
 def run_rows(meta: RunMeta) -> list[tuple[str, str]]:

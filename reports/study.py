@@ -27,12 +27,12 @@ variant, compared with the family's baseline variant:
   = the family's op alone (``evict`` / ``match_prefix``) / step time, both over the window.
 
 **Crossover** (:func:`crossover`): for a metric and a candidate, the smallest quantity among
-the points from which on the whole 95 % CI of the ratio lies above ``1 + margin`` at that point
-and every larger one (default 1 %: the candidate better by more than 1 %, with 95 %
-confidence; a lone noisy point below the largest one does not count);
-``x_interp`` refines it to where the
+the points from which on the ratio's verdict is "faster" at that point and every larger one
+(:func:`radixbench.reports.verdicts.verdict`, the rule of every verdict: the whole 95 % CI
+above ``1 + MIN_EFFECT``, the candidate better by more than 3 % with 95 % confidence; a lone
+noisy point below the largest one does not count); ``x_interp`` refines it to where the
 point estimate, linear in log quantity between that point and the point before it, crosses
-``1 + margin``. No point qualifying means "no crossover up to the largest point".
+``1 + MIN_EFFECT``. No point qualifying means "no crossover up to the largest point".
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.bootstrap import bootstrap_ratio
+from radixbench.reports.verdicts import verdict, verdict_bars
 
 __all__ = [
     "FAMILIES",
@@ -200,7 +201,7 @@ def point_rows(
         c_share = _shares(timeseries[timeseries["variant"] == cand], cand_ops, op, t0)
         tb, tc = both["ttft_s_b"].to_numpy(), both["ttft_s_c"].to_numpy()
         eb, ec = both["e2e_s_b"].to_numpy(), both["e2e_s_c"].to_numpy()
-        kw = {"n_resamples": n_resamples, "seed": seed}
+        kw: dict[str, Any] = {"n_resamples": n_resamples, "seed": seed}
         row: dict[str, Any] = {
             "family": family,
             "baseline": baseline,
@@ -282,21 +283,24 @@ def _quantile(q: float) -> Callable[..., np.ndarray]:
     return stat
 
 
-def crossover(
-    points: pd.DataFrame, metric: str, x: str, *, margin: float = 0.01
-) -> dict[str, float | None]:
+def crossover(points: pd.DataFrame, metric: str, x: str) -> dict[str, float | None]:
     """Crossover of one candidate's ``metric`` (see the module docstring).
 
-    ``points``: one candidate's study rows with ``x`` and ``<metric>_ratio`` / ``_lo``
-    columns. Returns ``{"x_first": smallest qualifying x or None, "x_interp": the log-linear
-    crossing or None (also None when ``x_first`` is the smallest point: the crossing then lies
-    below the range studied), "x_max": largest x studied}``; rows with a NaN x are ignored.
+    ``points``: one candidate's study rows with ``x`` and ``<metric>_ratio`` / ``_lo`` /
+    ``_hi`` columns; a point qualifies when its interval gets the verdict ``faster``
+    (:func:`radixbench.reports.verdicts.verdict`, the rule of every verdict: above ``1 +
+    MIN_EFFECT``; a study has no A/A replica). Returns ``{"x_first": smallest qualifying x
+    or None, "x_interp": the log-linear crossing or None (also None when ``x_first`` is the
+    smallest point: the crossing then lies below the range studied), "x_max": largest x
+    studied}``; rows with a NaN x are ignored.
     """
     df = points.dropna(subset=[x]).sort_values(x)
     if df.empty:
         return {"x_first": None, "x_interp": None, "x_max": None}
-    xs, r, lo = (df[c].to_numpy(np.float64) for c in (x, f"{metric}_ratio", f"{metric}_lo"))
-    above = lo > 1 + margin
+    cols = (x, f"{metric}_ratio", f"{metric}_lo", f"{metric}_hi")
+    xs, r, lo, hi = (df[c].to_numpy(np.float64) for c in cols)
+    above = np.array([verdict(a, b) == "faster" for a, b in zip(lo, hi, strict=True)], bool)
+    line = verdict_bars()[1]
     out: dict[str, float | None] = {"x_first": None, "x_interp": None, "x_max": float(xs[-1])}
     if not above[-1]:
         return out
@@ -306,7 +310,7 @@ def crossover(
     if i == 0:  # already above the line at the smallest point: the crossing lies below it
         return out
     out["x_interp"] = float(xs[i])
-    if r[i - 1] < 1 + margin < r[i] and xs[i - 1] > 0:
-        f = (1 + margin - r[i - 1]) / (r[i] - r[i - 1])
+    if r[i - 1] < line < r[i] and xs[i - 1] > 0:
+        f = (line - r[i - 1]) / (r[i] - r[i - 1])
         out["x_interp"] = float(np.exp(np.log(xs[i - 1]) + f * np.log(xs[i] / xs[i - 1])))
     return out

@@ -31,11 +31,13 @@ from radixbench.reports.plotaxes import log_ticks
 from radixbench.reports.study import FAMILIES, METRICS, crossover
 from radixbench.reports.study_best import draw_best_panels
 from radixbench.reports.tables import write_table
+from radixbench.reports.verdicts import MIN_EFFECT
 
 __all__ = ["MARGIN", "plot_study", "verdict_lines", "write_study"]
 
-#: The difference that counts: a ratio whose whole 95 % CI lies above 1 + MARGIN.
-MARGIN = 0.01
+#: The difference that counts: a ratio whose whole 95 % CI lies above 1 + MARGIN (the
+#: verdicts' one rule, :func:`radixbench.reports.verdicts.verdict`).
+MARGIN = MIN_EFFECT
 _PLOT_METRICS = ("ttft_p50", "ttft_p99", "throughput")
 _DPI = 110
 
@@ -62,7 +64,7 @@ def crossover_table(points: pd.DataFrame, family: str) -> pd.DataFrame:
     rows = []
     for cand, df in points.groupby("candidate", sort=False):
         for metric in METRICS:
-            c = crossover(df, metric, x, margin=MARGIN)
+            c = crossover(df, metric, x)
             rows.append({"candidate": cand, "metric": metric, **c})
     out = pd.DataFrame(rows, columns=["candidate", "metric", "x_first", "x_interp", "x_max"])
     return out.astype({"x_first": "float64", "x_interp": "float64", "x_max": "float64"})
@@ -73,8 +75,8 @@ def plot_study(
 ) -> Path:
     """2 x 2 figure: TTFT p50, TTFT p99 and throughput ratio (candidate better > 1) with 95 %
     CI bands vs the quantity (log x; a ratio panel reaching above 3 gets a log y axis with at
-    least 3 labelled ticks), the 1 % line and each candidate's crossover; and the share of step
-    time in cache operations. Rows with a ``best`` column get a third column of panels
+    least 3 labelled ticks), the 1 + MARGIN line and each candidate's crossover; and the share
+    of step time in cache operations. Rows with a ``best`` column get a third column of panels
     (:func:`radixbench.reports.study_best.draw_best_panels`: the op's p50 / p99 per curve, the
     throughput change against the best). Returns the PNG path (an SVG lies beside it)."""
     family = str(meta["family"])
@@ -101,13 +103,15 @@ def plot_study(
             if not math.isnan(xc) or below:
                 # the crossover goes into the legend: labels on the lines overlapped
                 at = float(c["x_first"].iloc[0]) if below else xc
-                label += f" (1 % crossed below {at:,.0f})" if below else f" (crossover ≈ {xc:,.0f})"
+                crossed = f" ({MARGIN:.0%} crossed below {at:,.0f})"
+                label += crossed if below else f" (crossover ≈ {xc:,.0f})"
                 ax.axvline(at, color=col, linestyle=":", linewidth=1.5)
             ax.plot(xs, r, "o-", color=col, label=label)
             ax.fill_between(xs, lo, hi, color=col, alpha=0.2, linewidth=0)
             top = max(top, float(np.nanmax(hi)) if len(hi) else top)
         ax.axhline(1.0, color="0.5", linewidth=0.8)
-        ax.axhline(1 + MARGIN, color="red", linestyle="--", linewidth=1, label="+1 % line")
+        line = f"+{MARGIN:.0%} line"
+        ax.axhline(1 + MARGIN, color="red", linestyle="--", linewidth=1, label=line)
         ax.set_xscale("log")
         if top > 3:  # plain labels at >= 3 ticks: a 0.9-5 range has only the decade 1
             ax.set_yscale("log")
@@ -186,12 +190,12 @@ def verdict_lines(points: pd.DataFrame, cross: pd.DataFrame, family: str) -> lis
                 parts.append(f"{METRICS[metric]}: no crossover up to {_fmt_x(c['x_max'], family)}")
             elif math.isnan(c["x_interp"]):
                 parts.append(
-                    f"{METRICS[metric]}: > 1 % better already at the smallest point "
+                    f"{METRICS[metric]}: > {MARGIN:.0%} better already at the smallest point "
                     f"({_fmt_x(c['x_first'], family)}; the crossover lies below the range)"
                 )
             else:
                 parts.append(
-                    f"{METRICS[metric]}: > 1 % better from {_fmt_x(c['x_first'], family)} "
+                    f"{METRICS[metric]}: > {MARGIN:.0%} better from {_fmt_x(c['x_first'], family)} "
                     f"(interpolated ≈ {c['x_interp']:,.0f})"
                 )
         lines.append(

@@ -26,6 +26,7 @@ import pandas as pd
 from radixbench.reports.routing import router_verdicts
 from radixbench.reports.study import crossover
 from radixbench.reports.tables import write_table
+from radixbench.reports.verdicts import MIN_EFFECT
 
 __all__ = ["crossovers", "point_rows", "write_routing_study"]
 
@@ -63,8 +64,8 @@ def point_rows(
                 row[f"{name}_ratio"], row[f"{name}_lo"], row[f"{name}_hi"] = 1.0, math.nan, math.nan
         rows.append(row)
     base = next((r.get("baseline") for r in rows if r.get("baseline")), rows[0]["router"])
-    for r in rows:
-        r["baseline"] = base
+    for done_row in rows:
+        done_row["baseline"] = base
     return rows
 
 
@@ -133,7 +134,10 @@ def write_routing_study(
         if rec["x_first"] is None or pd.isna(rec["x_first"]):
             where = f"no crossover up to {float(rec['x_max']):g} instances"
         else:
-            where = f"better by > 1 % (95 % CI) from {float(rec['x_first']):g} instances on"
+            where = (
+                f"better by > {MIN_EFFECT:.0%} (95 % CI) from {float(rec['x_first']):g} "
+                "instances on"
+            )
         lines.append(f"load {float(rec['load']):g}: {rec['router']} vs {base}, {what}: {where}")
     md = [
         f"# radixbench study: {meta.get('name', 'routing')} ({meta.get('mode', '')})",

@@ -48,7 +48,9 @@ VARIANT_SUMMARY_COLUMNS = [
     "e2e_p99_s",
 ]  # fmt: skip
 
-#: Columns of :func:`axis_speedup` / :func:`speedups` (ratios are dimensionless).
+#: Columns of :func:`axis_speedup` / :func:`speedups` (ratios are dimensionless; ``total_ratio``:
+#: the baseline's total time over the candidate's for the same number of calls, i.e. the ratio of
+#: mean ns per call, at the call sites both make when the per-op table is given).
 SPEEDUP_COLUMNS = ["op", "variant", "baseline_variant", "p50_ratio", "p99_ratio", "total_ratio"]
 
 
@@ -143,38 +145,61 @@ def _ratio(baseline: float, value: float) -> float:
     return baseline / value
 
 
+def _pair_stats(
+    ops: pd.DataFrame | None, op: str, pair: tuple[str, str], summary: Mapping[str, pd.Series]
+) -> list[tuple[float, float, float]]:
+    """``(p50, p99, mean)`` ns of ``op`` for the two variants of ``pair``: from ``ops`` at the
+    call sites both make (``verdicts.common_call_sites``), else from the summary rows."""
+    if ops is None:
+        return [  # a summary without mean_ns (hand-made): totals of equal counts
+            (float(r["p50_ns"]), float(r["p99_ns"]), float(r.get("mean_ns", r["total_ms"])))
+            for r in (summary[v] for v in pair)
+        ]
+    from radixbench.reports.verdicts import common_call_sites
+
+    rows = common_call_sites(ops[(ops["op"] == op) & ops["variant"].isin(pair)])
+    out = []
+    for v in pair:
+        ns = rows.loc[rows["variant"] == v, "ns"].to_numpy(np.float64)
+        out.append((_pct(ns, 50), _pct(ns, 99), _mean(ns)))
+    return out
+
+
 def axis_speedup(
     op_summary: pd.DataFrame,
     op: str,
     axis: str,
     baseline: Mapping[str, str],
     variants: VariantSet,
+    ops: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Speed-up of each value of variant axis ``axis`` over ``baseline[axis]`` for ``op``.
 
     For every variant of ``op_summary`` (rows with ``op == op``) the baseline row is its
     partner on ``axis`` (:meth:`VariantSet.partner`: the variant differing on that axis only,
     like for like on ``impl``); variants without one are skipped. Ratios are baseline /
-    variant of ``p50_ns``, ``p99_ns`` and ``total_ms``, so a ratio > 1 means the variant is
-    faster. Returns a frame with :data:`SPEEDUP_COLUMNS`, sorted by variant.
+    variant of the p50, the p99 and the total time over the same number of calls (mean ns per
+    call: implementations make an op at different call sites and counts, e.g. 9,000 vs 3,000
+    inserts), so a ratio > 1 means the variant is faster; with the per-op table ``ops``, at the
+    call sites both variants make (``verdicts.common_call_sites``). Returns a frame with
+    :data:`SPEEDUP_COLUMNS`, sorted by variant.
     """
     rows_for_op = op_summary[op_summary["op"] == op]
     by_variant = {str(r["variant"]): r for _, r in rows_for_op.iterrows()}
     rows = []
     for variant in sorted(by_variant):
         pair = variants.partner(variant, axis, baseline)
-        base = None if pair is None else by_variant.get(pair.baseline)
-        if pair is None or base is None:
+        if pair is None or pair.baseline not in by_variant:
             continue
-        row = by_variant[variant]
+        base, row = _pair_stats(ops, op, (pair.baseline, variant), by_variant)
         rows.append(
             {
                 "op": op,
                 "variant": variant,
                 "baseline_variant": pair.baseline,
-                "p50_ratio": _ratio(float(base["p50_ns"]), float(row["p50_ns"])),
-                "p99_ratio": _ratio(float(base["p99_ns"]), float(row["p99_ns"])),
-                "total_ratio": _ratio(float(base["total_ms"]), float(row["total_ms"])),
+                "p50_ratio": _ratio(base[0], row[0]),
+                "p99_ratio": _ratio(base[1], row[1]),
+                "total_ratio": _ratio(base[2], row[2]),
             }
         )
     return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS).astype(
@@ -183,16 +208,20 @@ def axis_speedup(
 
 
 def speedups(
-    op_summary: pd.DataFrame, baseline: Mapping[str, str], variants: VariantSet
+    op_summary: pd.DataFrame,
+    baseline: Mapping[str, str],
+    variants: VariantSet,
+    ops: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Evictor speed-ups on ``evict``, matcher speed-ups on ``match_prefix``, then each other
     implementation against its like-for-like partner on ``match_prefix``, ``insert`` and
     ``evict`` (rows only where the run has such pairs). ``baseline``: axis -> baseline value
-    (``VariantSet.resolve_baseline``)."""
+    (``VariantSet.resolve_baseline``); ``ops``: the per-op table (ratios at the call sites both
+    variants make, :func:`axis_speedup`)."""
     parts = [
-        axis_speedup(op_summary, "evict", "evictor", baseline, variants),
-        axis_speedup(op_summary, "match_prefix", "matcher", baseline, variants),
-        *(axis_speedup(op_summary, op, "impl", baseline, variants) for op in IMPL_OPS),
+        axis_speedup(op_summary, "evict", "evictor", baseline, variants, ops),
+        axis_speedup(op_summary, "match_prefix", "matcher", baseline, variants, ops),
+        *(axis_speedup(op_summary, op, "impl", baseline, variants, ops) for op in IMPL_OPS),
     ]
     non_empty = [p for p in parts if not p.empty]
     if not non_empty:

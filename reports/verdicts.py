@@ -30,12 +30,16 @@ ratio > 1 means the candidate is faster. The 95 % interval is the percentile boo
 :func:`numpy.random.default_rng` (deterministic), and the 2.5/97.5 percentiles of the resampled
 ratios are reported. Op samples are resampled independently (calls do not pair up across
 variants); request metrics are paired by ``rid`` (the same request under both variants,
-finished in both) and resampled jointly. Verdict: ``faster`` when the whole interval lies
-above 1, ``slower`` when it lies below 1, otherwise ``no significant difference``.
+finished in both) and resampled jointly. Verdict (:func:`verdict`, the one rule of every
+verdict radixbench states): ``faster`` when the whole interval lies above the high bar (at
+least ``1 + MIN_EFFECT``; with the A/A control, the A/A interval shifted by the A/A median,
+:func:`verdict_bars`), ``slower`` when it lies below the low bar, otherwise ``no significant
+difference``; the A/A rows themselves read ``noise floor (A/A)``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -45,11 +49,14 @@ from radixbench.reports.axes import REPLICA, VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ci_method
 
 __all__ = [
+    "AA_VERDICT",
     "AXIS_OPS",
     "EVICT_OWN",
+    "NO_DIFFERENCE",
     "REQUEST_METRICS",
     "VERDICT_COLUMNS",
     "verdict",
+    "verdict_bars",
     "verdict_table",
 ]
 
@@ -77,12 +84,13 @@ REQUEST_METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s")
 #: Columns of :func:`verdict_table`. ``*_median`` in ``unit``; ``ratio`` = baseline /
 #: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio and
 #: ``ci_method`` how it was computed (``BCa`` / ``percentile``, ``reports.bootstrap``);
-#: ``aa_low``/``aa_high`` the A/A interval of the same metric (the noise floor; NaN without an
-#: A/A replica); ``note``: how an ``impl`` pair was matched (``VariantSet.partner``).
+#: ``aa_low``/``aa_high``/``aa_ratio`` the A/A interval and median ratio of the same metric (the
+#: noise floor; NaN without an A/A replica, and on the A/A rows); ``note``: how an ``impl``
+#: pair was matched (``VariantSet.partner``).
 VERDICT_COLUMNS = [
     "axis", "metric", "unit", "candidate", "baseline", "n_candidate", "n_baseline",
     "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high", "ci_method",
-    "aa_low", "aa_high", "verdict", "note",
+    "aa_low", "aa_high", "aa_ratio", "verdict", "note",
 ]  # fmt: skip
 
 #: Metric name of the evictor's own time (evict ns minus the KV free inside it).
@@ -96,23 +104,64 @@ EVICT_OWN = "evict excl. KV free ns"
 #: of one class does not bound the difference between two.
 MIN_EFFECT = 0.03
 
+#: The verdict of no claim.
+NO_DIFFERENCE = "no significant difference"
+#: What the A/A control's own rows hold in the ``verdict`` column: they are the noise floor
+#: every other verdict must clear, not a claim about a change (drawn neutral, never as a bar
+#: of "faster" / "slower").
+AA_VERDICT = "noise floor (A/A)"
+
+
+def _finite(*xs: float) -> bool:
+    return all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in xs)
+
+
+def verdict_bars(
+    aa_low: float = math.nan, aa_high: float = math.nan, aa_ratio: float = math.nan
+) -> tuple[float, float]:
+    """``(low bar, high bar)`` a ratio's interval must clear: below the low bar is a claim of
+    "slower" / "worse", above the high bar of "faster" / "better".
+
+    Always at least :data:`MIN_EFFECT` either side of 1. With the A/A control of the same
+    metric (its interval ``[aa_low, aa_high]`` and median ratio ``aa_ratio``: the baseline
+    against a replica of itself), the A/A interval shifted by the A/A median: its spread about
+    its own median (``aa_low / aa_ratio``, ``aa_high / aa_ratio``: the sampling noise) moved
+    out by the A/A's offset from 1 (``max(aa_ratio, 1 / aa_ratio)``: what identical code read
+    as a difference) on *both* sides, since a candidate's own offset may go either way. E.g.
+    A/A 0.95 [0.936, 0.966] gives bars [0.936, 1.07]. Without a finite A/A interval, the
+    :data:`MIN_EFFECT` bars; a missing ``aa_ratio`` is taken as the interval's geometric
+    middle. Pure."""
+    down, up = 1.0 / (1.0 + MIN_EFFECT), 1.0 + MIN_EFFECT
+    if not _finite(aa_low, aa_high):
+        return down, up
+    m = aa_ratio if _finite(aa_ratio) else math.sqrt(aa_low * aa_high)
+    offset = max(m, 1.0 / m)
+    return min(down, aa_low / m / offset), max(up, aa_high / m * offset)
+
 
 def verdict(
-    ci_low: float, ci_high: float, aa_low: float = float("nan"), aa_high: float = float("nan")
+    ci_low: float,
+    ci_high: float,
+    aa_low: float = math.nan,
+    aa_high: float = math.nan,
+    aa_ratio: float = math.nan,
+    *,
+    words: tuple[str, str] = ("faster", "slower"),
 ) -> str:
-    """``faster`` if the interval lies above ``1 + MIN_EFFECT`` and above the A/A interval
-    ``[aa_low, aa_high]`` (the noise floor: the baseline against itself), ``slower`` if it
-    lies below ``1 / (1 + MIN_EFFECT)`` and below the A/A interval, else ``no significant
-    difference`` (also for an undefined interval). Without an A/A interval (NaN), the
-    :data:`MIN_EFFECT` bars alone decide."""
-    up, down = 1.0 + MIN_EFFECT, 1.0 / (1.0 + MIN_EFFECT)
-    hi_bar = max(up, aa_high) if not np.isnan(aa_high) else up
-    lo_bar = min(down, aa_low) if not np.isnan(aa_low) else down
+    """The one rule of every verdict radixbench states (op timings, serving metrics, the
+    reference lines, router comparisons, studies, sweeps, diffs): ``words[0]`` (``faster``;
+    routers: ``better``) if the ratio's interval ``[ci_low, ci_high]`` (> 1: the candidate
+    ahead) lies above the high bar of :func:`verdict_bars`, ``words[1]`` (``slower`` /
+    ``worse``) if it lies below the low bar, else :data:`NO_DIFFERENCE` (also for an undefined
+    interval). Pure."""
+    if math.isnan(ci_low) or math.isnan(ci_high):
+        return NO_DIFFERENCE
+    lo_bar, hi_bar = verdict_bars(aa_low, aa_high, aa_ratio)
     if ci_low > hi_bar:
-        return "faster"
+        return words[0]
     if ci_high < lo_bar:
-        return "slower"
-    return "no significant difference"
+        return words[1]
+    return NO_DIFFERENCE
 
 
 def _evict_own(ops: pd.DataFrame, variant: str) -> np.ndarray:
@@ -231,19 +280,18 @@ def verdict_table(
 
 
 def _noise_floor(table: pd.DataFrame) -> pd.DataFrame:
-    """Fill ``aa_low`` / ``aa_high`` of every row from the A/A rows (axis :data:`REPLICA`) of
-    the same metric (the A/A rows get their own interval), then the ``verdict`` with that
-    floor (:func:`verdict`)."""
+    """Fill ``aa_low`` / ``aa_high`` / ``aa_ratio`` of every row from the A/A rows (axis
+    :data:`REPLICA`) of the same metric, then the ``verdict`` with that floor
+    (:func:`verdict`); the A/A rows themselves read :data:`AA_VERDICT` (no claim)."""
     aa = table[table["axis"] == REPLICA].drop_duplicates("metric").set_index("metric")
-    low = table["metric"].map(aa["ci_low"]).astype("float64")
-    high = table["metric"].map(aa["ci_high"]).astype("float64")
     is_aa = table["axis"] == REPLICA
-    table["aa_low"] = low.where(~is_aa, np.nan)
-    table["aa_high"] = high.where(~is_aa, np.nan)
+    for col, src in (("aa_low", "ci_low"), ("aa_high", "ci_high"), ("aa_ratio", "ratio")):
+        table[col] = table["metric"].map(aa[src]).astype("float64").where(~is_aa, np.nan)
     table["verdict"] = [
-        verdict(lo, hi, al, ah)
-        for lo, hi, al, ah in zip(
-            table["ci_low"], table["ci_high"], table["aa_low"], table["aa_high"], strict=True
+        AA_VERDICT if a else verdict(lo, hi, al, ah, am)
+        for a, lo, hi, al, ah, am in zip(
+            is_aa, table["ci_low"], table["ci_high"], table["aa_low"], table["aa_high"],
+            table["aa_ratio"], strict=True,
         )
-    ]
+    ]  # fmt: skip
     return table

@@ -8,9 +8,10 @@ from typing import TypeAlias
 from radixbench.cache.config import SPLIT_RULES
 from radixbench.cache.evictor import EVICTORS
 from radixbench.cache.hicache.config import HiCacheConfig, StorageConfig, host_pool_tokens
-from radixbench.cache.impls import RADIXBENCH, check_spec, default_label
+from radixbench.cache.impls import RADIXBENCH
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
+from radixbench.cache.registry import check_spec, default_label
 from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model
 from radixbench.sim.cost_aic import AicCostModel
 from radixbench.sim.sched_policy import SCHED_POLICIES
@@ -41,7 +42,7 @@ class Variant:
     and matches with its own code unless its registry entry takes those axes, so they are
     not axes of its variants (:meth:`axes` gives ``None``, whatever the fields hold).
     ``impl_label``: the implementation's name in tables (default: the registry's label from
-    the spec's text, ``radixbench.cache.impls.default_label``; the harness sets it to the
+    the spec's text, ``radixbench.cache.registry.default_label``; the harness sets it to the
     loaded label, which tells apart two specs with the same default). ``flatten``: the batch
     builder's flatten. ``extra``: further axes as ``(name, value)`` pairs, in order (e.g.
     ``("router", "cache-aware")``); names must not repeat a base axis.

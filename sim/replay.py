@@ -55,7 +55,7 @@ from radixbench.cache.policy import POLICIES
 from radixbench.cache.radix_cache import CacheConfig
 from radixbench.cache.registry import make_cache
 from radixbench.sim.belady import belady_hits
-from radixbench.workloads.ceiling import prefix_hits
+from radixbench.workloads.ceiling import hit_rates, prefix_hits
 from radixbench.workloads.tokens import HashBlocks, block_tokens, output_tokens
 from radixbench.workloads.trace import MOONCAKE_BLOCK_SIZE, TraceRequest
 
@@ -181,14 +181,7 @@ def block_ceiling(requests: Sequence[TraceRequest]) -> dict[str, float]:
             k += 1
         hits.append(k * bs)
         seen.update(whole[:i] for i in range(k + 1, len(whole) + 1))
-    lens = [r.input_length for r in requests]
-    half = len(requests) // 2
-
-    def rate(a: int) -> float:
-        tot = sum(lens[a:])
-        return sum(hits[a:]) / tot if tot else float("nan")
-
-    return {"all": rate(0), "last_half": rate(half)}
+    return hit_rates(hits, [r.input_length for r in requests])
 
 
 def _rates(hits: np.ndarray, lens: np.ndarray) -> tuple[float, float]:

@@ -27,7 +27,8 @@ class Req:
     every output token. ``retractions``: times decode retracted it. ``expand``: makes the
     prompt tokens of a request built by :meth:`on_demand` the first time :meth:`full_ids` is
     called, then ``None``. ``tier``: its HiCache record (tokens hit per tier, I/O times), None
-    without HiCache.
+    without HiCache. ``session_id``: its conversation (``TraceRequest.session_id``; 0.5.23
+    ``Req.session_id``), which its checkpoints' inserts hand to the KV events; ``None``: none.
     """
 
     __slots__ = (
@@ -53,6 +54,7 @@ class Req:
         "retractions",
         "rid",
         "seq_len",
+        "session_id",
         "status",
         "tier",
         "token_s",
@@ -68,6 +70,7 @@ class Req:
         self.output_ids = array("q")
         self.output_plan = array("q")  # the tokens this request will sample, in order
         self.extra_key: str | None = None
+        self.session_id: str | None = None
         self.prefix_indices = torch.empty(0, dtype=torch.int64)
         self.last_node: NodeHandle | None = None
         self.lock: LockHandle = None

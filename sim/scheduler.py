@@ -106,7 +106,7 @@ class Scheduler:
         )
         self.capacity = allocator.size  # tokens: whole pages only when paged
         # HiCache: the cache's tier entry points, driven as sglang's scheduler drives them
-        tiers = getattr(cache, "tiers", None)
+        tiers = cache.tiers
         self.io: TierDriver | None = None
         if tiers is not None:
             self.io = TierDriver(

@@ -1,7 +1,7 @@
 """Simulated time of HiCache transfers: the host link and the storage backend.
 
 A tiered cache (``radixbench.cache.hicache``, or sglang's own driven by
-``radixbench.cache.sglang_hicache``) starts transfers as ``CacheAction`` s (``take_actions``);
+``radixbench.cache.sglang.hicache``) starts transfers as ``CacheAction`` s (``take_actions``);
 :class:`TransferEngine` gives each its simulated duration and reports its completion back to
 the cache's controller at that time, which the cache learns when it next polls its events
 (``check_events``). Nothing moves: durations follow from bytes and bandwidths.

@@ -1,8 +1,11 @@
 """Fixtures shared by the test packages: the rows of a synthetic eviction study (used by the
-study rendering in tests/reports and by the study sections in tests/harness/config)."""
+study rendering in tests/reports and by the study sections in tests/harness/config); and the
+``sglang`` marker: a test marked ``@pytest.mark.sglang`` needs sglang 0.5.23 and is skipped,
+with the reason, where it is not installed (``make test`` passes without it; CI installs it)."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 
 import numpy as np
@@ -22,6 +25,20 @@ pytest_plugins = ["pytester"]
 # with two threads. It also stops the session's thread count depending on which test first
 # ran compare in-process.
 torch.set_num_threads(1)
+
+
+#: Why a test marked ``sglang`` is skipped here (None: sglang is installed).
+SGLANG_MISSING = (
+    None
+    if importlib.util.find_spec("sglang") is not None
+    else "sglang 0.5.23 is not installed (make install)"
+)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test marked ``sglang`` where sglang is not installed."""
+    if SGLANG_MISSING and item.get_closest_marker("sglang") is not None:
+        pytest.skip(SGLANG_MISSING)
 
 
 def _tables(n: int = 200, speedup: float = 2.0, leaves: int = 500):

@@ -19,7 +19,7 @@ from typing import Any
 from radixbench.workloads.tokens import HashBlocks
 from radixbench.workloads.trace import MOONCAKE_BLOCK_SIZE, TraceRequest
 
-__all__ = ["hit_ceiling", "prefix_hits"]
+__all__ = ["hit_ceiling", "hit_rates", "prefix_hits"]
 
 
 def _block_size(r: TraceRequest) -> int:
@@ -55,12 +55,16 @@ def hit_ceiling(requests: Sequence[TraceRequest]) -> dict[str, float]:
     """``{"all": ..., "last_half": ...}``: ceiling hit rate (hit tokens / input tokens) over all
     requests and over the second half (requests ``len // 2`` onward, warm cache); NaN if no
     input tokens."""
-    hits = prefix_hits(requests)
-    lens = [r.input_length for r in requests]
-    half = len(requests) // 2
+    return hit_rates(prefix_hits(requests), [r.input_length for r in requests])
+
+
+def hit_rates(hits: Sequence[int], lens: Sequence[int]) -> dict[str, float]:
+    """``{"all": ..., "last_half": ...}``: ``sum(hits) / sum(lens)`` (hit tokens over input
+    tokens, one entry per request) over all requests and over the second half (requests
+    ``len // 2`` onward); NaN where there are no input tokens."""
 
     def rate(a: int) -> float:
         tot = sum(lens[a:])
         return sum(hits[a:]) / tot if tot else float("nan")
 
-    return {"all": rate(0), "last_half": rate(half)}
+    return {"all": rate(0), "last_half": rate(len(lens) // 2)}

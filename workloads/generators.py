@@ -142,19 +142,23 @@ class MultiTurn(_Params):
 
 
 def _multi_turn(p: MultiTurn, rng: np.random.Generator) -> list[TraceRequest]:
+    """The turns; session ``j``'s carry ``session_id`` ``"session-j"``."""
     ids = BlockIds(p.block_size)
     sessions = []
-    for _ in range(p.sessions):
+    for j in range(p.sessions):
         ctx = [ids.segment(p.system_prompt_tokens)]
         turns = []
         for _ in range(p.turns):
             n_user = _jitter(rng, p.user_tokens, p.jitter)
             n_reply = _jitter(rng, p.reply_tokens, p.jitter)
             ctx = [*ctx, ids.segment(n_user)]
-            turns.append((list(ctx), n_user, n_reply))
+            turns.append((list(ctx), n_user, n_reply, f"session-{j}"))
             ctx.append(ids.segment(n_reply))
         sessions.append(turns)
-    return _finish(_interleave(sessions, rng), p.block_size)
+    return [
+        build_request(i, segs, last, out, p.block_size, session_id=sid)
+        for i, (segs, last, out, sid) in enumerate(_interleave(sessions, rng))
+    ]
 
 
 @dataclass(frozen=True)

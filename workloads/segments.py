@@ -58,8 +58,10 @@ def build_request(
     output_length: int,
     block_size: int,
     arrival_s: float = 0.0,
+    session_id: str | None = None,
 ) -> TraceRequest:
-    """A request whose prompt is ``segments`` concatenated.
+    """A request whose prompt is ``segments`` concatenated (a turn of conversation
+    ``session_id``, if given).
 
     Every segment but the last counts ``len(segment) * block_size`` tokens; the last counts
     ``last_tokens`` (``(len - 1) * block_size < last_tokens <= len * block_size``).
@@ -76,6 +78,7 @@ def build_request(
         input_length=full + last_tokens,
         output_length=output_length,
         hash_ids=HashBlocks(hashes, block_size),
+        session_id=session_id,
     )
 
 

@@ -7,7 +7,8 @@ after turn ``k`` (exponential, mean ``think_time_s``): a session's context is re
 is alive and idle in between, the access pattern of agentic / coding assistants that HiCache
 targets (one published deployment: ~25k-token sessions of ~8 turns). Turn ``k`` sends the system
 prompt, every earlier user message and reply, and a new user message; lengths jittered by
-``jitter`` around their means. Requests come out in arrival order (``rid`` = position).
+``jitter`` around their means. Requests come out in arrival order (``rid`` = position); session
+``s``'s turns carry ``session_id`` ``"session-s"``.
 """
 
 from __future__ import annotations
@@ -77,13 +78,13 @@ def chat_sessions(
             n_user = _jitter(rng, p.user_tokens, p.jitter)
             n_reply = _jitter(rng, p.reply_tokens, p.jitter)
             ctx = [*ctx, ids.segment(n_user)]
-            turns.append((t, s * p.turns + k, (list(ctx), n_user, n_reply)))
+            turns.append((t, s * p.turns + k, (list(ctx), n_user, n_reply, f"session-{s}")))
             ctx.append(ids.segment(n_reply))
             t += float(rng.exponential(p.think_time_s)) if p.think_time_s > 0 else 0.0
     turns.sort(key=lambda x: (x[0], x[1]))
     return [
-        build_request(i, segs, last, out, p.block_size, arrival_s=t)
-        for i, (t, _, (segs, last, out)) in enumerate(turns)
+        build_request(i, segs, last, out, p.block_size, arrival_s=t, session_id=sid)
+        for i, (t, _, (segs, last, out, sid)) in enumerate(turns)
     ]
 
 

@@ -137,7 +137,7 @@ def load_workload(
     """
     if kind not in SOURCES:
         raise ValueError(f"unknown workload kind {kind!r}; known: {', '.join(SOURCES)}")
-    sel = {
+    sel: dict[str, Any] = {
         "max_requests": arrivals.max_requests,
         "window_s": arrivals.window_s,
         "start_s": arrivals.start_s,

@@ -42,7 +42,7 @@ AZURE_TRACES = {
 }
 """Bundled Azure LLM inference 2023 traces by name."""
 
-Row = tuple[float, int, int, tuple[int, ...] | None]  # arrival (s, absolute), in, out, hashes
+TraceRow = tuple[float, int, int, tuple[int, ...] | None]  # arrival (s, absolute), in, out, hashes
 
 
 def bundled_azure_path(name: str) -> pathlib.Path:
@@ -134,7 +134,7 @@ def _csv_rows(
 
 
 def _select(
-    rows: Iterator[tuple[int, Row | str]],
+    rows: Iterator[tuple[int, TraceRow | str]],
     file: str,
     max_requests: int | None,
     window_s: float | None,
@@ -198,7 +198,7 @@ def load_azure(
     file_path = pathlib.Path(path)
     file = str(file_path)
 
-    def rows() -> Iterator[tuple[int, Row | str]]:
+    def rows() -> Iterator[tuple[int, TraceRow | str]]:
         with _open(file_path) as fh:
             for line, d in _csv_rows(fh, file, ("TIMESTAMP", "ContextTokens", "GeneratedTokens")):
                 try:
@@ -216,7 +216,7 @@ def load_azure(
     return rule.apply([(r, t, i, o) for r, t, i, o, _ in sel], rng)
 
 
-def _generic_row(d: dict[str, Any], csv_mode: bool) -> Row:
+def _generic_row(d: dict[str, Any], csv_mode: bool) -> TraceRow:
     for key in ("arrival_s", "input_length", "output_length"):
         if key not in d:
             raise ValueError(f"missing key {key!r}")
@@ -269,7 +269,7 @@ def load_generic(
     if suffix not in (".jsonl", ".csv"):
         raise TraceError(file, None, "a generic trace must end in .jsonl or .csv")
 
-    def checked(line: int, d: dict[str, Any], csv_mode: bool) -> tuple[int, Row | str]:
+    def checked(line: int, d: dict[str, Any], csv_mode: bool) -> tuple[int, TraceRow | str]:
         try:
             if "__error__" in d:
                 raise ValueError(d["__error__"])
@@ -284,7 +284,7 @@ def load_generic(
             return line, str(exc)
         return line, row
 
-    def rows() -> Iterator[tuple[int, Row | str]]:
+    def rows() -> Iterator[tuple[int, TraceRow | str]]:
         with _open(file_path) as fh:
             if suffix == ".csv":
                 for line, d in _csv_rows(fh, file, ("arrival_s", "input_length", "output_length")):

@@ -54,6 +54,9 @@ class TraceRequest:
         hash_ids: one hash per ``block_size``-token prompt block (512 for Mooncake); the
             last block may be partial. Workloads with another block size store a
             :class:`radixbench.workloads.tokens.HashBlocks`, which carries it.
+        session_id: the conversation the request is a turn of (sglang's ``Req.session_id``,
+            which its KV events carry), ``None`` when the source has none (the Mooncake and
+            Azure traces; the ``multi-turn`` and ``chat-sessions`` generators set it).
     """
 
     rid: int
@@ -61,6 +64,7 @@ class TraceRequest:
     input_length: int
     output_length: int
     hash_ids: tuple[int, ...]
+    session_id: str | None = None
 
 
 class TraceError(ValueError):

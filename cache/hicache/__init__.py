@@ -9,11 +9,12 @@ KV in cache mode. Modules, one concept each:
 * :mod:`~radixbench.cache.hicache.host` — the host pool, host leaves, host eviction;
 * :mod:`~radixbench.cache.hicache.storage` — the storage tier's keys;
 * :mod:`~radixbench.cache.hicache.controller` — the simulated cache controller (queues, acks,
-  transfer actions), also the stand-in of sglang's own;
-* :mod:`~radixbench.cache.hicache.tree` — match, insert, locks and device eviction on two tiers;
+  transfer actions), also the stand-in of sglang's own; its records (events, acks, storage
+  operations) in :mod:`~radixbench.cache.hicache.operations`;
+* :mod:`~radixbench.cache.hicache.tree` — match, insert and device eviction on two tiers; its
+  locks in :mod:`~radixbench.cache.hicache.locks`;
 * :mod:`~radixbench.cache.hicache.ops` — backup, load-back, acks;
 * :mod:`~radixbench.cache.hicache.prefetch` — storage writes and prefetch;
-* :mod:`~radixbench.cache.hicache.requests` — ``checkpoint`` with adopted slots;
 * :mod:`~radixbench.cache.hicache.cache` — :class:`TieredRadixCache`, the assembled cache.
 
 Transfer *timing* is the simulator's (``radixbench.sim.transfers``).
@@ -28,7 +29,6 @@ from radixbench.cache.hicache.config import (
     StorageConfig,
     host_pool_tokens,
 )
-from radixbench.cache.hicache.tree import TierMatch
 
 __all__ = [
     "PREFETCH_POLICIES",
@@ -36,7 +36,6 @@ __all__ = [
     "WRITE_POLICIES",
     "HiCacheConfig",
     "StorageConfig",
-    "TierMatch",
     "TieredRadixCache",
     "host_pool_tokens",
 ]

@@ -22,15 +22,20 @@ from typing import Any, ClassVar
 import torch
 
 from radixbench.cache.allocator import ReqToTokenPool, TokenToKVPoolAllocator
-from radixbench.cache.config import CacheConfig, CacheReq
+from radixbench.cache.config import CacheConfig
 from radixbench.cache.hicache.config import HiCacheConfig
 from radixbench.cache.hicache.controller import SimController
 from radixbench.cache.hicache.host import HostPool, HostTier
 from radixbench.cache.hicache.prefetch import StorageOps
 from radixbench.cache.hicache.storage import SimStorage
-from radixbench.cache.hicache.tree import TierMatch
-from radixbench.cache.interface import CacheAction, OpTimer, time_standard_ops
+from radixbench.cache.interface import (
+    CacheAction,
+    CacheReq,
+    MatchResult,
+    OpTimer,
+)
 from radixbench.cache.key import RadixKey
+from radixbench.cache.timing import time_standard_ops
 
 __all__ = ["TieredRadixCache"]
 
@@ -94,8 +99,8 @@ class TieredRadixCache(StorageOps):
         return list(self.ctrl.take_actions())
 
     # ------------------------------------------------------------------ scheduler entry points
-    def load_back(self, match: TierMatch) -> tuple[int, Any, torch.Tensor]:
-        """``init_load_back`` after ``match`` (a :class:`TierMatch` of this cache): ``(device
+    def load_back(self, match: MatchResult) -> tuple[int, Any, torch.Tensor]:
+        """``init_load_back`` after ``match`` (this cache's ``match_prefix`` result): ``(device
         prefix tokens, last device node, their slots)`` — the match's own when nothing was
         loaded."""
         if match.host_hit_length <= 0 and (
@@ -107,7 +112,7 @@ class TieredRadixCache(StorageOps):
             return match.prefix_len, match.last_node, match.device_indices
         return match.prefix_len + loaded, node, self.path_device_indices(node)
 
-    def prefetch(self, rid: Any, match: TierMatch, tokens: Any, namespace: Any) -> None:
+    def prefetch(self, rid: Any, match: MatchResult, tokens: Any, namespace: Any) -> None:
         """``_prefetch_kvcache``: prefetch the part of ``tokens`` (the request's match key, its
         last token excluded) past ``match`` from storage."""
         if not self.storage_on:
@@ -135,10 +140,11 @@ class TieredRadixCache(StorageOps):
     # ------------------------------------------------------------------ requests
     def checkpoint(self, req: CacheReq, up_to: int) -> None:
         """``RadixCache.checkpoint`` where the insert may adopt the request's slots for
-        host-only nodes: those are not freed as duplicates."""
-        from radixbench.cache.hicache.requests import checkpoint
+        host-only nodes: those are not freed as duplicates (``requests.checkpoint``'s
+        ``adopted``)."""
+        from radixbench.cache.requests import checkpoint
 
-        checkpoint(self, req, up_to)
+        checkpoint(self, req, up_to, adopted=lambda: list(self.adopted))
 
     def release(self, req: CacheReq, owned_len: int, checkpoint: bool) -> None:
         from radixbench.cache.requests import release
@@ -150,11 +156,11 @@ class TieredRadixCache(StorageOps):
         (host-tier eviction, whoever asks: a backup, a prefetch) recorded with the host tier's
         condition — nodes, host slots in use, host leaves — and ``load_back``."""
         time_standard_ops(self, timer, kv_free_in_evict=True)
-        evict_host = self.evict_host  # type: ignore[has-type]
+        evict_host = self.evict_host
         self.evict_host = timer.timed(
             "evict_host", evict_host, self.host_tree_stats, lambda n: n, lambda r, *_: r
         )
-        self.load_back = timer.timed(  # type: ignore[method-assign]
+        self.load_back = timer.timed(
             "load_back",
             self.load_back,
             self.tree_stats,

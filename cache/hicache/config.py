@@ -22,15 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = [
-    "PREFETCH_POLICIES",
-    "STORAGE_BACKENDS",
-    "WRITE_POLICIES",
-    "HiCacheConfig",
-    "StorageConfig",
-    "host_pool_tokens",
-]
-
 #: ``--hicache-write-policy`` choices (``arg_groups/fields/memory.py:121-127``).
 WRITE_POLICIES = ("write_through", "write_through_selective", "write_back")
 #: ``--hicache-storage-prefetch-policy`` choices (``memory.py:170-176``).

@@ -48,6 +48,9 @@ class TieredNode(TreeNode):
         "load_ack",
     )
 
+    if TYPE_CHECKING:  # a tiered tree holds tiered nodes only
+        parent: TieredNode | None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.host_value: torch.Tensor | None = None

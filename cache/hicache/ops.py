@@ -34,9 +34,9 @@ from typing import Any
 
 import torch
 
-from radixbench.cache.config import EvictResult
 from radixbench.cache.hicache.node import TieredNode
 from radixbench.cache.hicache.tree import TieredTree
+from radixbench.cache.interface import EvictResult
 
 __all__ = ["TransferOps"]
 

@@ -17,10 +17,10 @@ both, mirroring the FULL component of sglang 0.5.23's ``UnifiedTreeCore`` with H
   first, locked until its ack (``_inc_hit_count_and_check``, ``_build_backup_kv_action``,
   ``_execute_and_commit_kv_backup``: ``:1104-1123,2622-2644``, ``unified_radix_cache.py:
   1681-1716``);
-* **locks**: ``inc_lock_ref`` also counts up the host-only segment at the bottom of the path
-  (no size moves; ``full.py:286-322``); host locks pin one node and release up to the node
-  that marks their boundary, which a split moves to the upper half (``full.py:270-283,
-  324-352``, ``redistribute_on_node_split``, ``:140-166``);
+* **locks** (:mod:`~radixbench.cache.hicache.locks`): ``inc_lock_ref`` also counts up the
+  host-only segment at the bottom of the path (no size moves; ``full.py:286-322``); host locks
+  pin one node and release up to the node that marks their boundary, which a split moves to the
+  upper half (``full.py:270-283, 324-352``, ``redistribute_on_node_split``, ``:140-166``);
 * **evicting a device leaf** demotes it when it has a host copy (its device slots freed, the
   node kept host-only), deletes it when it has none, and under ``write_back`` backs it up first,
   synchronously (``evict_device_leaf``, ``_demote``, ``:1788-1823,2090-2123``;
@@ -33,34 +33,22 @@ The transfers, load-back, storage and the scheduler's entry points are in
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
+from torch import Tensor
 
+from radixbench.cache.hicache.locks import TierLocks
 from radixbench.cache.hicache.node import TieredNode
+from radixbench.cache.interface import MatchResult
 from radixbench.cache.key import RadixKey, child_key
 from radixbench.cache.node import TreeNode
 from radixbench.cache.radix_cache import RadixCache
 
-__all__ = ["TierMatch", "TieredTree"]
-
-_host_uuids = itertools.count(1)
+__all__ = ["TieredTree"]
 
 
-class TierMatch(NamedTuple):
-    """A match on a tiered tree: the device part as ``MatchResult`` (``device_indices``,
-    ``last_node``, ``prefix_len``), then ``host_hit_length`` (host-only tokens matched past it)
-    and ``best_node`` (the deepest matched node on either tier)."""
-
-    device_indices: torch.Tensor
-    last_node: Any
-    prefix_len: int
-    host_hit_length: int = 0
-    best_node: Any = None
-
-
-class TieredTree(RadixCache):
+class TieredTree(TierLocks, RadixCache):
     """The tree side (module docstring). Built by :class:`~radixbench.cache.hicache.ops.
     TieredRadixCache`, which sets ``write_back``, ``threshold`` (hits for a write-through
     backup), ``hosts`` (:class:`~radixbench.cache.hicache.host.HostTier`) and ``storage_on``
@@ -70,6 +58,9 @@ class TieredTree(RadixCache):
     threshold = 1
     storage_on = False
     hosts: Any
+    root: TieredNode
+    #: ids of the nodes the last host eviction dropped (``TransferOps.evict_host``)
+    host_victims: list[int]
     #: ``[start, end)`` token ranges of the last ``insert``'s key whose slots the tree adopted
     #: (host-only nodes given the request's device slots); the caller must not free them.
     adopted: list[tuple[int, int]]
@@ -151,7 +142,7 @@ class TieredTree(RadixCache):
         return torch.cat(values) if values else self._empty
 
     # ------------------------------------------------------------------ match
-    def match_prefix(self, key: RadixKey) -> TierMatch:
+    def match_prefix(self, key: RadixKey) -> MatchResult:
         """Longest cached prefix of ``key`` on either tier, whole pages (module docstring).
         Mutates access times (the root and every walked node: one clock reading) and may split
         one node; never sizes or locks."""
@@ -160,7 +151,7 @@ class TieredTree(RadixCache):
         limit = len(key) // page * page
         node: TreeNode = self.root
         if limit == 0:
-            return TierMatch(self._empty, node, 0, 0, node)
+            return MatchResult(self._empty, node, 0, 0, node)
         now = self.clock()
         node.last_access_time = now
         values: list[torch.Tensor] = []
@@ -191,7 +182,7 @@ class TieredTree(RadixCache):
                 dev_node, dev_len = child, offset
             node = child
         indices = torch.cat(values) if values else self._empty
-        return TierMatch(indices, dev_node, dev_len, offset - dev_len, node)
+        return MatchResult(indices, dev_node, dev_len, offset - dev_len, node)
 
     def _split_node(self, child: TreeNode, split_len: int) -> TreeNode:
         """``UnifiedTreeCore._split_node`` (``:1467-1530``) on both tiers: values, host values
@@ -203,7 +194,7 @@ class TieredTree(RadixCache):
         assert parent is not None
         page, extra = self.page_size, c.key.namespace
         dev = None if c.value is None else c.value[:split_len].clone()
-        new: TieredNode = self._new_node(c.key[:split_len], dev, parent)  # type: ignore[arg-type]
+        new: TieredNode = self._new_node(c.key[:split_len], dev, parent)
         new.lock_ref = c.lock_ref
         new.host_lock_ref = c.host_lock_ref
         new.priority = c.priority
@@ -250,14 +241,16 @@ class TieredTree(RadixCache):
     def insert(
         self,
         key: RadixKey,
-        value: torch.Tensor | None = None,
+        value: Tensor | None = None,
         priority: int = 0,
         inserted_len: int = 0,
+        session_id: str | None = None,
     ) -> int:
         """``RadixCache.insert`` with tiers (module docstring): returns the tokens already in
         the tree; the slots of ``adopted`` ranges of that prefix now belong to the tree, the
         rest are duplicates for the caller to free. May back up nodes (host slots, device
-        locks until the ack) and evict host leaves to make room for them."""
+        locks until the ack) and evict host leaves to make room for them. ``session_id`` is
+        unused: the tiered cache records no KV events."""
         page = self.page_size
         key, tokens, value, n_tok = self._insert_input(key, value)
         self.adopted = []
@@ -323,10 +316,13 @@ class TieredTree(RadixCache):
 
     def count_hit(self, node: TieredNode) -> bool:
         """``_inc_hit_count_and_check``: count an insert walk's hit (never under
-        ``write_back``, never on a host-only node); whether it now needs a backup."""
+        ``write_back``, never on a host-only node); whether it now needs a backup. The hit
+        re-keys the node for the policies that read it (LFU, SLRU): the evictor is told."""
         if node.value is None or self.write_back:
             return False
         node.hit_count += 1
+        if node.evictable:
+            self.evictor.on_change(node)
         return node.host_value is None and node.hit_count >= self.threshold
 
     def backup_chain(self, node: TieredNode) -> int:
@@ -335,70 +331,6 @@ class TieredTree(RadixCache):
 
     def page_keys(self, node: TieredNode, parent: TieredNode) -> list[Any]:
         raise NotImplementedError
-
-    # ------------------------------------------------------------------ locks
-    def inc_lock_ref(self, node: TreeNode) -> int:
-        """Lock root..node: host-only nodes at the bottom count a holder without moving sizes;
-        device nodes move from evictable to protected on their first holder."""
-        delta = 0
-        root = self.root
-        while node is not root and node.value is None:
-            node.lock_ref += 1
-            self._refresh(node)
-            node = node.parent
-        while node is not root:
-            if node.lock_ref == 0:
-                n = len(node.key)
-                self.evictable_size_ -= n
-                self.protected_size_ += n
-                delta -= n
-            node.lock_ref += 1
-            self._refresh(node)
-            node = node.parent
-        return delta
-
-    def dec_lock_ref(self, node: TreeNode) -> int:
-        delta = 0
-        root = self.root
-        while node is not root:
-            if node.lock_ref <= 0:
-                raise RuntimeError(f"dec_lock_ref on unlocked node {node.id}")
-            if node.lock_ref == 1 and node.value is not None:
-                n = len(node.key)
-                self.evictable_size_ += n
-                self.protected_size_ -= n
-                delta += n
-            node.lock_ref -= 1
-            if node.lock_ref == 0:
-                self._refresh(node)
-            node = node.parent
-        return delta
-
-    def inc_host_lock_ref(self, node: TieredNode) -> int | None:
-        """Pin ``node``'s host copy (``write_back``: even a device-only node); the receipt for
-        :meth:`dec_host_lock_ref`, ``None`` when nothing was pinned."""
-        if node.host_value is None and not self.write_back:
-            return None
-        if node.host_uuid is None:
-            node.host_uuid = next(_host_uuids)
-        node.host_lock_ref += 1
-        self._refresh(node)
-        return node.host_uuid
-
-    def dec_host_lock_ref(self, node: TieredNode, receipt: int | None) -> None:
-        if receipt is None:
-            return
-        cur: TieredNode | None = node
-        while cur is not None:
-            if cur.host_value is None and not self.write_back:
-                return
-            assert cur.host_lock_ref > 0, f"host lock release on node {cur.id}"
-            cur.host_lock_ref -= 1
-            self._refresh(cur)
-            if cur.host_uuid == receipt:
-                return
-            cur = cur.parent
-        raise AssertionError(f"host lock boundary {receipt} not above node {node.id}")
 
     # ------------------------------------------------------------------ device eviction
     def delete_leaf(self, node: TreeNode) -> int:

@@ -114,10 +114,8 @@ def _main(argv: Sequence[str] | None) -> int:
         except (OSError, ValueError):
             pass  # stdout has no file descriptor (captured): nothing to flush
         return 1
-    except (ValueError, OSError) as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"radixbench: error: {msg}", file=sys.stderr)
-        return 2
+    except Exception as e:
+        return _failed(e)
     except (KeyboardInterrupt, Terminated) as e:
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
         notes = getattr(e, "__notes__", None)  # what the command kept (sweep: its cells)
@@ -128,6 +126,42 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             print(f"radixbench: {what}; no run folder was written", file=sys.stderr)
         return 143 if isinstance(e, Terminated) else 130
+
+
+#: Exit statuses (README, "Exit status"): 1 is "variants diverged" and nothing else.
+BAD_INPUT_STATUS = 2
+INTERNAL_ERROR_STATUS = 4
+
+
+def _failed(e: Exception) -> int:
+    """The one line (and exit status) of an exception that ended a command: an
+    implementation under test raised (:data:`~radixbench.harness.experiments.impl_failure.
+    IMPL_FAILED_STATUS`; ``RADIXBENCH_TRACEBACK=1`` adds the traceback), bad input
+    (``ValueError`` / ``OSError``: 2), else a bug in radixbench (the traceback, then one line:
+    :data:`INTERNAL_ERROR_STATUS`)."""
+    import traceback
+
+    from radixbench.harness.experiments.impl_failure import IMPL_FAILED_STATUS, impl_failure
+
+    failure = impl_failure(e)
+    if failure is not None:
+        hint = "; RADIXBENCH_TRACEBACK=1 shows the traceback"
+        if os.environ.get("RADIXBENCH_TRACEBACK"):
+            traceback.print_exception(e)
+            hint = ""
+        print(f"radixbench: error: {failure}{hint}", file=sys.stderr)
+        return IMPL_FAILED_STATUS
+    if isinstance(e, (ValueError, OSError)):
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"radixbench: error: {msg}", file=sys.stderr)
+        return BAD_INPUT_STATUS
+    traceback.print_exception(e)
+    print(
+        f"radixbench: internal error: {type(e).__name__} (a bug in radixbench: please report "
+        "it with the traceback above)",
+        file=sys.stderr,
+    )
+    return INTERNAL_ERROR_STATUS
 
 
 if __name__ == "__main__":

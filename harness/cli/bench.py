@@ -250,6 +250,8 @@ def _run_sim(args: argparse.Namespace) -> int:
     ``--markdown`` record them."""
     from radixbench.bench import sim
     from radixbench.bench.benchmarks_md import markdown, write_section
+    from radixbench.harness.experiments.bench_inputs import demo_run
+    from radixbench.harness.experiments.equivalence import check_equivalence
     from radixbench.harness.experiments.rundir import environment
 
     skip = {s.strip() for s in (args.skip or "").split(",") if s.strip()}
@@ -281,7 +283,9 @@ def _run_sim(args: argparse.Namespace) -> int:
         print(f"radixbench --help: {sim.best_of(b.help_s, b.cal)}", flush=True)
     if "report" not in skip:
         demo = 100 if quick and args.demo_requests is None else args.demo_requests
-        b.report_s, b.report_requests = sim.time_report(args.demo_run, demo)
+        b.report_s, b.report_requests = sim.time_report(
+            args.demo_run, demo, demo_run, check_equivalence
+        )
         report = next(ln for ln in sim.lines(b) if ln.startswith("report writing"))
         print(report, flush=True)  # each figure printed once, as it comes
     if args.markdown:
@@ -295,6 +299,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
     """``bench cluster``: the whole trace on one server, then on N servers behind a router."""
     from radixbench.bench.cluster import run_cluster_bench
     from radixbench.cluster.routers import ROUTERS
+    from radixbench.harness.experiments.bench_inputs import SCENARIO_REQUESTS
 
     if args.router not in ROUTERS:
         raise UsageError(f"--router: unknown router {args.router!r}; known: {', '.join(ROUTERS)}")
@@ -304,7 +309,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
         raise UsageError(f"--instances: expected counts, got {','.join(args.instances)}") from None
     if not counts or min(counts) < 1:
         raise UsageError(f"--instances: counts must be >= 1, got {','.join(args.instances)}")
-    result = run_cluster_bench(args.requests, counts, args.router)
+    result = run_cluster_bench(args.requests, counts, args.router, SCENARIO_REQUESTS)
     print(result.table())
     return 0
 

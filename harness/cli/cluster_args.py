@@ -12,14 +12,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from radixbench.harness.cli.util import UsageError, csv_list, positive_int
+from radixbench.harness.cli.util import UsageError, csv_list, lazy_help, positive_int
 
 __all__ = ["add_cluster_arguments", "cluster_origins", "cluster_overrides"]
 
 
 def add_cluster_arguments(c: argparse.ArgumentParser) -> None:
-    """The cluster flags (``[cluster]`` keys, :class:`radixbench.cluster.spec.ClusterSpec`)."""
-    from radixbench.cluster.routers import ROUTERS
+    """The cluster flags (``[cluster]`` keys, :class:`radixbench.cluster.spec.ClusterSpec`).
+    The routers' names are read when ``--help`` is formatted (nothing heavy is imported)."""
+
+    def routers() -> str:
+        from radixbench.cluster.routers import ROUTERS
+
+        return f"routing policies, one variant each: {', '.join(ROUTERS)}"
 
     g = c.add_argument_group("cluster (N instances behind a router; the router is a variant axis)")
     g.add_argument(
@@ -29,7 +34,7 @@ def add_cluster_arguments(c: argparse.ArgumentParser) -> None:
         "--routers",
         type=csv_list,
         metavar="NAME[,NAME...]",
-        help=f"routing policies, one variant each: {', '.join(ROUTERS)}",
+        help=lazy_help(routers),
     )
     g.add_argument(
         "--router-option",
@@ -73,9 +78,11 @@ def cluster_overrides(args: argparse.Namespace) -> dict[str, Any]:
         router, dot, key = head.strip().partition(".")
         if not sep or not dot or not router or not key or "." in key:
             raise UsageError(f"--router-option: expected ROUTER.KEY=VALUE, got {text!r}")
-        out[f"cluster.router_options.{router}.{key}"] = parse_override(
-            f"v={text[len(head) + 1 :]}"
-        )[1]
+        try:
+            value = parse_override(text, "--router-option")[1]
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        out[f"cluster.router_options.{router}.{key}"] = value
     if getattr(args, "no_kv_events", False):
         out["cluster.kv_events"] = False
     if getattr(args, "couple_router_time", False):

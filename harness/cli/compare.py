@@ -11,15 +11,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from radixbench.harness.cli.hicache_args import hicache_flag
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
+from radixbench.harness.cli.tables import text_table
 from radixbench.harness.cli.util import DefaultsFormatter, UsageError
-from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec, run_compare
-from radixbench.reports.axes import AXES
-from radixbench.reports.record import RunMeta
-from radixbench.sim.config import Variant
+
+if TYPE_CHECKING:  # pandas, torch: imported once the arguments are parsed and checked
+    import pandas as pd
+
+    from radixbench.harness.experiments.compare import CompareOutcome, CompareSpec
+    from radixbench.reports.record import RunMeta
+    from radixbench.sim.config import Variant
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +57,11 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         help="write every variant's KV events (BlockStored / BlockRemoved / AllBlocksCleared) "
         "to FILE, one JSON line per published batch with variant, instance and simulated time",
     )
-    c.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (on a terminal) nor progress line every 10 s (in a log)",
+    )
     c.add_argument(
         "--summary-only",
         action="store_true",
@@ -64,13 +72,14 @@ def add_compare_arguments(c: argparse.ArgumentParser) -> None:
         "--no-aa",
         action="store_true",
         help="skip the A/A replica of the baseline variant (no noise floor: verdicts then "
-        "only have to clear 1)",
+        "only have to clear 3%% either side of 1)",
     )
     c.add_argument(
         "--expect-divergence",
         action="store_true",
         help="the variants are expected to hit differently (a policy patch): report the "
-        "behaviour change (hit-rate and TTFT deltas with CIs) and exit 0",
+        "behaviour change (hit-rate and TTFT deltas with CIs) and exit 0; when none diverged, "
+        "say so and exit 0 too",
     )
 
 
@@ -80,6 +89,15 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
     Raises :class:`UsageError` / :class:`ValueError` (one line) on bad input.
     """
     scenario = scenario_from_args(args)
+    kv_events = getattr(args, "kv_events", None)
+    if kv_events is not None and scenario.sim.hicache is not None:
+        # the rule of harness.config.cluster_table.check_cluster: HiCache emits no events
+        on = hicache_flag(args) or f"{scenario.file}: [cache.hicache]"
+        raise UsageError(
+            f"--kv-events with {on}: HiCache emits no KV events yet; leave out one of them"
+        )
+    from radixbench.harness.experiments.compare import CompareSpec
+
     return CompareSpec(
         scenario=scenario,
         on_bad_line=args.on_bad_line,
@@ -89,7 +107,7 @@ def spec_from_args(args: argparse.Namespace) -> CompareSpec:
         aa=not getattr(args, "no_aa", False),
         expect_divergence=getattr(args, "expect_divergence", False),
         command_line=tuple(getattr(args, "command_line", ())),
-        kv_events=getattr(args, "kv_events", None),
+        kv_events=kv_events,
     )
 
 
@@ -137,11 +155,15 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison; exit 0 if equivalent (or clock coupled, or a divergence was
     expected: ``--expect-divergence``), 1 if variants diverged."""
     spec = spec_from_args(args)
+    from radixbench.harness.experiments.compare import run_compare
+
     outcome = run_compare(spec, progress=False if args.no_progress else None)
     if spec.scenario.cluster is not None:
-        return _print_cluster(outcome)
+        _print_cluster(outcome)
+        return _status(spec, outcome.equivalence)
     if getattr(args, "summary_only", False):
         print("\n".join(outcome.report["summary"]))
+        _print_expectation(spec, outcome.equivalence)
         return _status(spec, outcome.equivalence)
     _print_summary(outcome.report, outcome.equivalence, outcome.meta)
     _print_metrics(outcome.metrics)
@@ -155,21 +177,37 @@ def run(args: argparse.Namespace) -> int:
     if spec.sim.clock == "coupled":
         # Measured CPU time feeds back into the schedule, so variants may legitimately diverge.
         print("clock coupled: schedules depend on measured CPU time; equivalence not required")
-    elif not outcome.equivalence["ok"] and spec.expect_divergence:
-        print("--expect-divergence: the behaviour change is reported above; exit status 0")
+    else:
+        _print_expectation(spec, outcome.equivalence)
     return _status(spec, outcome.equivalence)
 
 
+def _print_expectation(spec: CompareSpec, eq: dict) -> None:
+    """What ``--expect-divergence`` met: the behaviour change, or none (the exit status is 0
+    either way, README "Exit status"; the line says which)."""
+    if not spec.expect_divergence or spec.sim.clock == "coupled":
+        return
+    if not eq["ok"]:
+        print("--expect-divergence: the behaviour change is reported above; exit status 0")
+        return
+    print(
+        f"--expect-divergence: no divergence: all {len(eq['variants'])} variants saw identical "
+        f"prefix hits for all {eq['n_requests']} requests, so the change did not alter cache "
+        "behaviour on this workload; exit status 0"
+    )
+
+
 def _status(spec: CompareSpec, equivalence: dict) -> int:
-    """0 if the variants were equivalent, the clock coupled, or a divergence expected; else 1."""
-    if spec.sim.clock == "coupled" or spec.expect_divergence:
+    """0 if the variants were equivalent (in a cluster: within each router), a divergence was
+    allowed (the check's ``exempt``: coupled clock or router time) or expected; else 1."""
+    if spec.sim.clock == "coupled" or spec.expect_divergence or equivalence.get("exempt"):
         return 0
     return 0 if equivalence["ok"] else 1
 
 
-def _print_cluster(outcome: CompareOutcome) -> int:
-    """A cluster run's router table and answer; exit 0 (routers legitimately differ in prefix
-    hits: no equivalence is required)."""
+def _print_cluster(outcome: CompareOutcome) -> None:
+    """A cluster run's router table, the equivalence (within each router: routers legitimately
+    differ in prefix hits) and the answer."""
     report = outcome.report
     cols = [
         "router", "ttft_p50_s", "ttft_p90_s", "tpot_mean_s", "output_throughput",
@@ -177,8 +215,7 @@ def _print_cluster(outcome: CompareOutcome) -> int:
         "overloaded_instances",
     ]  # fmt: skip
     routers = report["routers"]
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(routers[[c for c in cols if c in routers]].round(4).to_string(index=False))
+    print(text_table(routers, cols))
     print(f"\nscenario: {outcome.meta.scenario}")
     ceil = outcome.meta.hit_rate_ceiling or {}
     best = float(routers["prefix_hit_rate"].max()) if len(routers) else float("nan")
@@ -190,8 +227,10 @@ def _print_cluster(outcome: CompareOutcome) -> int:
         print(f"KV events: {outcome.meta.extra['kv_events_file']}")
     wall = outcome.meta.wall_s if outcome.meta.wall_s is not None else outcome.wall_s
     print(f"\nwall time {wall:.1f} s; report: {outcome.run_dir / 'report.md'}")
+    from radixbench.reports.equivalence import equivalence_line
+
+    print(equivalence_line(outcome.equivalence))
     _print_answer(report)
-    return 0
 
 
 def _print_answer(report: dict) -> None:
@@ -206,17 +245,17 @@ def _print_answer(report: dict) -> None:
 
 
 def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
-    ops: pd.DataFrame = report["op_summary"]
+    from radixbench.reports.axes import AXES
+
+    ops = report["op_summary"]
     keep = ops[ops["op"].isin(["match_prefix", "insert", "evict", "build_extend"])]
-    cols = ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(keep[cols].to_string(index=False))
+    print(text_table(keep, ["op", "variant", "count", "p50_ns", "p99_ns", "total_ms"]))
+    print()
+    summary = report["variant_summary"]
+    print(text_table(summary, [c for c in summary.columns if c not in AXES]))
+    if len(report["speedups"]):
         print()
-        summary = report["variant_summary"]
-        print(summary.drop(columns=[c for c in AXES if c in summary]).to_string(index=False))
-        if len(report["speedups"]):
-            print()
-            print(report["speedups"].to_string(index=False))
+        print(text_table(report["speedups"]))
     if meta is not None:
         achieved = report["variant_summary"]["prefix_hit_rate"]
         ceil = meta.hit_rate_ceiling or {}
@@ -249,22 +288,9 @@ def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
             for e in impls:
                 core = f", {e['tree_core']} tree core" if e.get("tree_core") else ""
                 print(f"  {e['impl']}: {e['version']} at {e['origin']} ({e['class']}{core})")
-    groups = eq.get("groups") or [eq["variants"]]
-    if eq["ok"] and len(groups) > 1:
-        sizes = " + ".join(str(len(g)) for g in groups)
-        print(
-            f"\nequivalence: OK — within each HiCache setting ({sizes} variants) all saw "
-            f"identical prefix hits for all {eq['n_requests']} requests (hits differ across "
-            "settings by design)"
-        )
-    elif eq["ok"]:
-        print(
-            f"\nequivalence: OK — all {len(eq['variants'])} variants saw identical prefix hits "
-            f"for all {eq['n_requests']} requests"
-        )
-    else:
-        d = eq["first_diff"]
-        print(f"\nequivalence: DIVERGED — first differing request rid={d['rid']}: {d['values']}")
+    from radixbench.reports.equivalence import equivalence_line
+
+    print(f"\n{equivalence_line(eq)}")
 
 
 _METRIC_COLS = [
@@ -287,6 +313,6 @@ def _print_metrics(metrics: pd.DataFrame) -> None:
     if not len(metrics):
         return
     clock = ", ".join(sorted(set(metrics["clock"])))
-    print(f"\nserving metrics (simulated; clock {clock}):")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(metrics[_METRIC_COLS].round(4).to_string(index=False))
+    print(f"\nserving metrics (simulated; clock {clock}): request_throughput in req/s, "
+          "output_throughput in tok/s")  # fmt: skip
+    print(text_table(metrics, _METRIC_COLS))

@@ -33,7 +33,7 @@ def default_scenario_values(keys: list[str]) -> dict[str, str]:
     from radixbench.workloads.arrivals import Arrivals
 
     doc = tomllib.loads(resolve_scenario(DEFAULT_SCENARIO).read_text(encoding="utf-8"))
-    plain = {
+    plain: dict[str, dict[str, Any]] = {
         "arrivals": {f.name: f.default for f in dataclasses.fields(Arrivals)},
         "sim": {f.name: f.default for f in dataclasses.fields(SimConfig)},
         "variants": dict(_DEFAULT_VARIANTS),
@@ -60,11 +60,29 @@ def default_scenario_values(keys: list[str]) -> dict[str, str]:
 
 def note_scenario_defaults(c: argparse.ArgumentParser, overrides: dict[str, str]) -> None:
     """End the help of each scenario flag of ``c`` (``overrides``: dest -> scenario key) that
-    names no default with ``(default: the scenario's; <default scenario>: VALUE)``."""
-    from radixbench.harness.config.scenario import DEFAULT_SCENARIO
+    names no default with ``(default: the scenario's; <default scenario>: VALUE)``. The values
+    are read (all at once) when ``--help`` is formatted: building the parser loads nothing."""
+    import functools
 
-    actions = [a for a in c._actions if a.dest in overrides and "default" not in (a.help or "")]
-    values = default_scenario_values([overrides[a.dest] for a in actions])
+    from radixbench.harness.cli.util import lazy_help
+
+    actions = [a for a in c._actions if a.dest in overrides]
+
+    @functools.cache
+    def values() -> tuple[str, dict[str, str]]:
+        from radixbench.harness.config.scenario import DEFAULT_SCENARIO
+
+        return DEFAULT_SCENARIO, default_scenario_values([overrides[a.dest] for a in actions])
+
+    def noted(text: object, key: str) -> str:
+        def make() -> str:
+            help_text = str(text or "")
+            if "default" in help_text:  # says its own
+                return help_text
+            name, found = values()
+            return f"{help_text} (default: the scenario's; {name}: {found[key].replace('%', '%%')})"
+
+        return lazy_help(make)
+
     for a in actions:
-        value = values[overrides[a.dest]].replace("%", "%%")
-        a.help = f"{a.help} (default: the scenario's; {DEFAULT_SCENARIO}: {value})"
+        a.help = noted(a.help, overrides[a.dest])

@@ -8,16 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radixbench.harness.cli.compare import add_compare_arguments, spec_from_args
 from radixbench.harness.cli.util import DefaultsFormatter, positive_int
-from radixbench.harness.profiling.scalene_profile import (
-    SOURCE_ROOT,
-    HotLine,
-    hottest_lines,
-    profile_compare,
-    simulation_lines,
-)
+
+if TYPE_CHECKING:  # scalene, torch: imported once the arguments are parsed and checked
+    from radixbench.harness.profiling.scalene_profile import HotLine
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +38,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Profile the comparison; exit 0 if the variants were equivalent, 1 otherwise."""
     spec = spec_from_args(args)
+    from radixbench.harness.profiling.scalene_profile import (
+        SOURCE_ROOT,
+        hottest_lines,
+        profile_compare,
+        simulation_lines,
+    )
+
     try:
         outcome = profile_compare(spec, args.torch_profiler, html=not args.no_html)
     except RuntimeError as e:
@@ -56,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
             f"{why}: {n} lines, {cpu:.1f} % cpu" for why, (n, cpu) in left.items()))  # fmt: skip
     core = [SOURCE_ROOT / "cache", SOURCE_ROOT / "sim"]
     in_core = [h for h in own if any(Path(h.file).is_relative_to(c) for c in core)]
-    print("\nhottest lines in the cache and simulator (cache/, sim/):")
-    _print_lines(in_core[: args.top])
+    _print_core(own[: args.top], in_core[: args.top])
     print(f"\nrun folder: {outcome.run_dir}")
     print(f"scalene:    {outcome.scalene_json}" + (
         f", {outcome.scalene_html}" if outcome.scalene_html else ""))  # fmt: skip
@@ -66,9 +69,22 @@ def run(args: argparse.Namespace) -> int:
     return 0 if outcome.equivalent else 1
 
 
+def _print_core(top: list[HotLine], in_core: list[HotLine]) -> None:
+    """The hottest lines in ``cache/`` and ``sim/``, unless they are the table just printed
+    (``top``: when every one of the hottest lines is there, the same table twice said
+    nothing new)."""
+    if in_core == top:
+        print("\nthe hottest lines above are all in the cache and simulator (cache/, sim/)")
+        return
+    print("\nhottest lines in the cache and simulator (cache/, sim/):")
+    _print_lines(in_core)
+
+
 def _print_lines(lines: list[HotLine]) -> None:
     """Print hot lines as a table: CPU %, Python %, native %, file:line relative to the
     source root, code (80 characters at most)."""
+    from radixbench.harness.profiling.scalene_profile import SOURCE_ROOT
+
     if not lines:
         print("  (no samples)")
         return

@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from radixbench.cache.policy import POLICIES
 from radixbench.harness.cli.scenario_args import add_scenario_arguments, scenario_from_args
-from radixbench.harness.cli.util import UsageError, csv_list
-from radixbench.harness.config.impl import ImplError
-from radixbench.harness.experiments.replay import run_replay
-from radixbench.reports.replay import text_table
+from radixbench.harness.cli.util import UsageError, csv_list, lazy_help
+
+
+def _policies() -> list[str]:
+    from radixbench.cache.policy import POLICIES
+
+    return list(POLICIES)
+
 
 HELP = "hit rate of every eviction policy on a trace vs LRU, Belady's bound and the ceiling"
 
@@ -33,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--policies",
         type=csv_list,
         metavar="NAME[,NAME...]",
-        help=f"eviction policies to replay (default all: {', '.join(POLICIES)})",
+        help=lazy_help(
+            lambda: f"eviction policies to replay (default all: {', '.join(_policies())})"
+        ),
     )
     c.add_argument(
         "--impl",
@@ -53,6 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay, write the run folder, print the table; exit 0 (2 on bad input)."""
+    from radixbench.harness.config.impl import ImplError
+    from radixbench.harness.experiments.replay import run_replay
+    from radixbench.reports.replay import text_table
+
+    POLICIES = _policies()
     impls = [x.strip() for x in args.impl.split(",") if x.strip()] if args.impl else []
     policies = args.policies or ([scenario_from_args(args).sim.policy] if impls else list(POLICIES))
     bad = [p for p in policies if p not in POLICIES]

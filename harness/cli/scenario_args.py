@@ -19,6 +19,7 @@ set the rest.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +29,26 @@ from radixbench.harness.cli.cluster_args import (
     cluster_overrides,
 )
 from radixbench.harness.cli.help_defaults import note_scenario_defaults
-from radixbench.harness.cli.util import UsageError, csv_list, positive_float, positive_int
+from radixbench.harness.cli.hicache_args import EXTRA_CONFIG_FLAG, storage_extra
+from radixbench.harness.cli.sim_args import add_simulation_arguments
+from radixbench.harness.cli.util import (
+    LazyChoices,
+    UsageError,
+    csv_list,
+    lazy_help,
+    lazy_names,
+    positive_float,
+    positive_int,
+    radixbench_module,
+    token_count,
+)
 
 if TYPE_CHECKING:
     from radixbench.harness.config.scenario import Scenario
 
 # The cache, simulator and configuration modules (torch, pandas) are imported inside the
-# functions: `study`, which takes only --set, registers its parser without loading them.
+# functions, and the help texts and choices that list their names are lazy (LazyText,
+# LazyChoices): building a parser imports none of them, so a mistyped flag fails at once.
 
 __all__ = [
     "OVERRIDES",
@@ -82,6 +96,16 @@ OVERRIDES = {
     "hicache_host_link_gbps": "sim.hicache.host_link_gbps",
 }
 
+
+def _listing(head: str, names: Callable[[], list[str]]) -> str:
+    return lazy_help(lambda: head + ", ".join(names()))
+
+
+def _default() -> str:
+    """The scenario a command runs when given none."""
+    return str(radixbench_module("harness.config.scenario").DEFAULT_SCENARIO)
+
+
 _SET_HELP = "override a scenario key, e.g. --set workload.groups=4 (TOML value)"
 
 
@@ -104,19 +128,10 @@ def add_scenario_arguments(
     cost model and ``--gpu-mem-gb``; ``baseline``: also ``--baseline`` (compare's verdicts);
     ``every``: also ``--all``, a third choice beside ``--requests`` / ``--window`` (every
     request of the trace: ``replay``). Mutates ``c``."""
-    from radixbench.cache.evictor import EVICTORS
-    from radixbench.cache.matcher import MATCHERS
-    from radixbench.cache.policy import POLICIES
-    from radixbench.harness.config.impl import impl_arg, impl_help
-    from radixbench.harness.config.scenario import DEFAULT_SCENARIO
-    from radixbench.sim.config import FLATTENERS_NAMES
-    from radixbench.workloads.trace import BAD_LINE_POLICIES
-
     c.add_argument(
         "scenario",
         nargs="?",
-        default=DEFAULT_SCENARIO,
-        help=f"scenario TOML file or bundled name (default {DEFAULT_SCENARIO})",
+        help=lazy_help(lambda: f"scenario TOML file or bundled name (default {_default()})"),
     )
     c.add_argument(
         "--trace",
@@ -149,16 +164,20 @@ def add_scenario_arguments(
     )
     c.add_argument("--rate-scale", type=positive_float, help="multiply the request rate")
     if simulation:
-        c.add_argument("--evictors", type=csv_list, help=f"comma list of {', '.join(EVICTORS)}")
-        c.add_argument("--matchers", type=csv_list, help=f"comma list of {', '.join(MATCHERS)}")
+        evictors, matchers = (
+            lazy_names("cache.evictor", "EVICTORS"),
+            lazy_names("cache.matcher", "MATCHERS"),
+        )
+        flatten = lazy_names("sim.config", "FLATTENERS_NAMES")
+        c.add_argument("--evictors", type=csv_list, help=_listing("comma list of ", evictors))
+        c.add_argument("--matchers", type=csv_list, help=_listing("comma list of ", matchers))
         c.add_argument(
-            "--flatten",
-            type=csv_list,
-            help=f"batch-builder flattens: {', '.join(FLATTENERS_NAMES)}",
+            "--flatten", type=csv_list, help=_listing("batch-builder flattens: ", flatten)
         )
         c.add_argument(
-            "--impl", dest="impls", type=impl_arg, metavar="SPEC[,SPEC...]", help=impl_help()
-        )
+            "--impl", dest="impls", type=csv_list, metavar="SPEC[,SPEC...]",
+            help=lazy_help(lambda: radixbench_module("harness.config.impl").impl_help()),
+        )  # fmt: skip
         c.add_argument(
             "--reference",
             metavar="SPEC|none",
@@ -177,10 +196,22 @@ def add_scenario_arguments(
     if simulation:
         c.add_argument(
             "--policy",
-            choices=sorted(POLICIES),
-            help="radix cache eviction order (SGLang --radix-eviction-policy; default lru)",
+            "--radix-eviction-policy",
+            dest="policy",
+            choices=LazyChoices(lambda: sorted(lazy_names("cache.policy", "POLICIES")())),
+            metavar="POLICY",
+            help="radix cache eviction order: %(choices)s (SGLang's --radix-eviction-policy; "
+            "default lru)",
         )
-    c.add_argument("--kv-capacity", type=positive_int, metavar="TOKENS", help="KV pool (tokens)")
+    c.add_argument(
+        "--kv-capacity",
+        *(["--max-total-tokens"] if simulation else []),
+        dest="kv_capacity",
+        type=token_count,
+        metavar="TOKENS",
+        help="KV pool in tokens, e.g. 96000, 96k or 64Ki"
+        + (" (SGLang's --max-total-tokens)" if simulation else ""),
+    )
     c.add_argument(
         "--page-size",
         type=positive_int,
@@ -190,9 +221,11 @@ def add_scenario_arguments(
     if simulation:
         c.add_argument(
             "--max-running",
+            "--max-running-requests",
+            dest="max_running",
             type=positive_int,
             metavar="N",
-            help="most requests running at once (SGLang --max-running-requests)",
+            help="most requests running at once (SGLang's --max-running-requests)",
         )
         c.add_argument(
             "--max-prefill-tokens",
@@ -205,137 +238,16 @@ def add_scenario_arguments(
     )
     c.add_argument(
         "--on-bad-line",
-        choices=BAD_LINE_POLICIES,
-        help="malformed trace line: stop with file:line (error) or skip and count it "
+        choices=LazyChoices(lazy_names("workloads.trace", "BAD_LINE_POLICIES")),
+        metavar="MODE",
+        help="malformed trace line (%(choices)s): stop with file:line (error) or skip and count it "
         "(default: the scenario's workload.on_bad_line, error unless set)",
     )
     add_set_argument(c)
     if simulation:
-        _add_simulation_arguments(c)
+        add_simulation_arguments(c)
         add_cluster_arguments(c)
     note_scenario_defaults(c, OVERRIDES)
-
-
-def _add_simulation_arguments(c: argparse.ArgumentParser) -> None:
-    """The scheduler, clock and cost-model flags of the commands that simulate."""
-    from radixbench.sim.config import CLOCKS
-    from radixbench.sim.cost import preset_names
-    from radixbench.sim.sched_policy import SCHED_POLICIES
-
-    c.add_argument(
-        "--chunked-prefill-size",
-        type=int,
-        metavar="TOKENS",
-        help="tokens per prefill chunk; -1 disables chunking",
-    )
-    c.add_argument(
-        "--sched-policy",
-        choices=list(SCHED_POLICIES),
-        help="waiting-queue order (SGLang --schedule-policy)",
-    )
-    c.add_argument(
-        "--clock",
-        choices=list(CLOCKS),
-        help="isolated: measured CPU time recorded only (identical schedules); coupled: added "
-        "to each step's simulated time",
-    )
-    c.add_argument(
-        "--cost-model",
-        metavar="NAME|PATH.toml|aic[:...]",
-        help=f"step-time model: a preset ({', '.join(preset_names())}: AIConfigurator's "
-        "measured kernels where it has data, H100/H200; the roofline otherwise), "
-        "roofline:PRESET, aic[:PRESET|MODEL@[TPx]SYSTEM/FRAMEWORK-VERSION], linear or a TOML file",
-    )
-    c.add_argument(
-        "--gpu-mem-gb",
-        type=positive_float,
-        metavar="GB",
-        help="derive the KV pool from this memory per GPU minus weights (overrides --kv-capacity)",
-    )
-    _add_hicache_arguments(c)
-
-
-def _add_hicache_arguments(c: argparse.ArgumentParser) -> None:
-    """sglang 0.5.23's HiCache server arguments (``arg_groups/fields/memory.py:98-200``); any
-    of them turns HiCache on. Scenario keys: ``[cache.hicache]`` (``HiCacheSim``) and
-    ``[variants] hicache`` (the write policies, an axis)."""
-    from radixbench.cache.hicache import PREFETCH_POLICIES, STORAGE_BACKENDS, WRITE_POLICIES
-
-    g = c.add_argument_group("HiCache (host and storage tiers; any flag turns HiCache on)")
-    g.add_argument(
-        "--enable-hierarchical-cache",
-        action="store_const",
-        const=True,
-        help="host (L2) tier behind the device KV pool, as sglang --enable-hierarchical-cache",
-    )
-    g.add_argument(
-        "--hicache-ratio", type=float, metavar="R",
-        help="host pool = R x the device pool (>= 1; default 2)",
-    )  # fmt: skip
-    g.add_argument(
-        "--hicache-size", type=float, metavar="GB",
-        help="host pool in GB per rank (overrides --hicache-ratio)",
-    )  # fmt: skip
-    g.add_argument(
-        "--hicache-write-policy",
-        type=csv_list,
-        metavar="POLICY[,POLICY]",
-        help=f"{', '.join(WRITE_POLICIES)} (a comma list is an axis: one variant per policy)",
-    )
-    g.add_argument(
-        "--hicache-storage-backend",
-        metavar="NAME",
-        help=f"storage (L3) tier behind the host: {', '.join(STORAGE_BACKENDS)} (sglang's no-IO "
-        "simulator: bandwidth and latency, see --hicache-storage-backend-extra-config)",
-    )
-    g.add_argument(
-        "--hicache-storage-prefetch-policy",
-        metavar="POLICY",
-        help=f"when a prefetch from storage stops: {', '.join(PREFETCH_POLICIES)} "
-        "(default timeout)",
-    )
-    g.add_argument(
-        "--hicache-storage-backend-extra-config",
-        metavar="JSON",
-        help='storage settings, as sglang: {"sim_write_gbps": 5, "sim_read_gbps": 5, '
-        '"sim_op_latency_us": 100, "prefetch_threshold": 256, "prefetch_timeout_base": 1.0, '
-        '"prefetch_timeout_per_ki_token": 0.25}',
-    )
-    g.add_argument(
-        "--hicache-host-link-gbps", type=float, metavar="GB/S",
-        help="device<->host link per direction (default: the cost model's, e.g. 55 on H100)",
-    )  # fmt: skip
-
-
-#: ``--hicache-storage-backend-extra-config`` key -> ``StorageConfig`` field (sglang's names).
-_STORAGE_EXTRA = {
-    "sim_write_gbps": "write_gbps",
-    "sim_read_gbps": "read_gbps",
-    "sim_op_latency_us": "op_latency_us",
-    "prefetch_threshold": "prefetch_threshold",
-    "prefetch_timeout_base": "timeout_base_s",
-    "prefetch_timeout_per_ki_token": "timeout_per_ki_token_s",
-}
-
-
-def _storage_extra(text: str) -> dict[str, Any]:
-    """``--hicache-storage-backend-extra-config`` -> scenario overrides. Raises
-    :class:`UsageError` naming the flag for bad JSON or an unknown key."""
-    import json
-
-    flag = "--hicache-storage-backend-extra-config"
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise UsageError(f"{flag}: not JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{flag}: expected a JSON object")
-    out = {}
-    for k, v in doc.items():
-        if k not in _STORAGE_EXTRA:
-            raise UsageError(f"{flag}: unknown key {k!r}; known: {', '.join(_STORAGE_EXTRA)}")
-        out[f"sim.hicache.storage.{_STORAGE_EXTRA[k]}"] = v
-    return out
 
 
 def set_overrides(texts: list[str]) -> dict[str, Any]:
@@ -376,7 +288,7 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["sim.chunked_prefill_size"] = None  # no chunking
     extra = getattr(args, "hicache_storage_backend_extra_config", None)
     if extra is not None:
-        out.update(_storage_extra(extra))
+        out.update(storage_extra(extra))
     if any(k.startswith("sim.hicache.") for k in out) or "variants.hicache" in out:
         out.setdefault("sim.hicache.enabled", True)  # any --hicache-* flag turns HiCache on
     if args.window is not None:
@@ -387,23 +299,62 @@ def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _resolve_impls(specs: list[str] | None) -> None:
+    """Load ``--impl``'s specs (SGLang is loaded here, after every flag was parsed: a mistyped
+    flag does not wait for it); :class:`UsageError` ``--impl: <spec>: <reason>`` (a missing
+    file given by a relative path also names the folder it was looked for from)."""
+    if specs is None:
+        return
+    from radixbench.harness.config.impl import ImplError, resolve_impls
+
+    try:
+        resolve_impls(specs)
+    except ImplError as e:
+        hint = ""
+        relative = any(not Path(spec.split(":")[1]).expanduser().is_absolute()
+                       for spec in specs if spec.count(":") >= 1)  # fmt: skip
+        if relative and "no such file" in str(e):
+            hint = (f" (a relative path is read from the current folder, {Path.cwd()}; the "
+                    "README's examples/ paths are the radixbench checkout's)")  # fmt: skip
+        raise UsageError(f"--impl: {e}{hint}") from None
+
+
+#: SGLang's server-argument names accepted beside radixbench's (sglang 0.5.23,
+#: ``srt/arg_groups/fields/schedule.py`` and ``memory.py``): dest -> SGLang's flag.
+SGLANG_ALIASES = {
+    "max_running": "--max-running-requests",
+    "sched_policy": "--schedule-policy",
+    "policy": "--radix-eviction-policy",
+    "kv_capacity": "--max-total-tokens",
+}
+
+
+def _flag(args: argparse.Namespace, dest: str) -> str:
+    """The flag that set ``dest`` as the command line wrote it (SGLang's alias if used)."""
+    alias = SGLANG_ALIASES.get(dest)
+    written = getattr(args, "command_line", ())
+    if alias and any(a == alias or a.startswith(alias + "=") for a in written):
+        return alias
+    return f"--{dest.replace('_', '-')}"
+
+
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """The scenario the arguments of :func:`add_scenario_arguments` describe. Raises
+    """The scenario the arguments of :func:`add_scenario_arguments` describe. The checks that
+    need no scenario (``--set`` values, ``--trace``, ``--router-option``...) run before the
+    scenario machinery (torch) and the ``--impl`` specs (SGLang) are loaded. Raises
     :class:`UsageError` / ``ScenarioError`` / ``TraceError`` (one line; a bad value given by a
     flag is blamed on that flag)."""
-    from radixbench.harness.config.scenario import load_scenario
-
     trace = args.trace.resolve() if args.trace is not None else None
     origins = {
-        k: f"--{d.replace('_', '-')}"
-        for d, k in OVERRIDES.items()
-        if getattr(args, d, None) is not None
+        k: _flag(args, d) for d, k in OVERRIDES.items() if getattr(args, d, None) is not None
     }
     origins.update({t.partition("=")[0].strip(): f"--set {t}" for t in args.set})
     origins.update(cluster_origins(args, origins))
     extra = getattr(args, "hicache_storage_backend_extra_config", None)
     if extra is not None:
-        flag = "--hicache-storage-backend-extra-config"
-        origins.update(dict.fromkeys(_storage_extra(extra), flag))
+        origins.update(dict.fromkeys(storage_extra(extra), EXTRA_CONFIG_FLAG))
     overrides = scenario_overrides(args)
-    return load_scenario(args.scenario, overrides, trace=trace, origins=origins)
+    _resolve_impls(getattr(args, "impls", None))
+    from radixbench.harness.config.scenario import load_scenario
+
+    return load_scenario(args.scenario or _default(), overrides, trace=trace, origins=origins)

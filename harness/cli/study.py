@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from radixbench.harness.cli.scenario_args import add_set_argument
+from radixbench.harness.cli.tables import text_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -139,7 +140,7 @@ def _run_routing(args: argparse.Namespace, extra: dict) -> int:
     )
     cols = ["load", "instances", "router", "ttft_p90_s", "output_throughput", "prefix_hit_rate",
             "ttft_p90_ratio", "throughput_ratio", "overloaded_instances"]  # fmt: skip
-    print(outcome.points[cols].round(3).to_string(index=False))
+    print(text_table(outcome.points, cols))
     print()
     for line in outcome.summary["lines"]:
         print(line)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from radixbench.harness.cli import Terminated
+from radixbench.harness.cli.tables import text_table
 from radixbench.harness.cli.util import check_scheduler, positive_int
 from radixbench.harness.config.grid import load_grid
 from radixbench.harness.experiments.sweep import run_sweep
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             "ttft_p99_s",
             "overloaded",
         ]
-        print(res[[c for c in cols if c in res.columns]].to_string(index=False))
+        print(text_table(res, cols))
         ratios = [c for c in res.columns if c.endswith("_ratio")]
         if ratios:
             print("\nratios against each candidate's baseline partner [95% CI]:")
@@ -72,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
                 ]
                 print(f"  {point}, seed {r['seed']}: {r['variant']} vs {r['baseline_variant']}: "
                       + "; ".join(parts))  # fmt: skip
+        skipped = res[res["not_compared"] != ""] if "not_compared" in res else res.iloc[0:0]
+        if len(skipped):  # a verdict "not compared" says why (the cell's report says so too)
+            print("\nnot compared:")
+            for _, r in skipped.drop_duplicates("cell").iterrows():
+                point = ", ".join(f"{p}={r[p]}" for p in grid.params)
+                print(f"  {point}, seed {r['seed']}: {r['not_compared']}")
         flagged = res[res["overloaded"]] if "overloaded" in res.columns else res.iloc[0:0]
         if len(flagged):
             points = sorted({", ".join(f"{p}={r[p]}" for p in grid.params)

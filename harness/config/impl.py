@@ -18,20 +18,18 @@ itself (``radixbench.cache.registry.make_cache``, given ``Variant.impl``).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from radixbench.cache import registry
+from radixbench.cache.registry import ImplError
 from radixbench.sim.config import Variant
 
 __all__ = [
     "Impl",
     "ImplError",
-    "check_policy",
-    "impl_arg",
     "impl_help",
     "impl_variants",
     "implementations",
@@ -44,12 +42,9 @@ def impl_help() -> str:
     parts = [f"{name} ({e.help})" if e.help else name for name, e in registry.entries().items()]
     return (
         "comma list of cache implementations: " + "; ".join(parts) + ". An implementation "
-        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>"
+        "with its own evictor and matcher gives one variant per flatten, named <label>/<flatten>. "
+        "A relative PATH or FILE.py is read from the current folder"
     )
-
-
-class ImplError(ValueError):
-    """An implementation spec cannot be used; the message is one line naming the spec."""
 
 
 @dataclass(frozen=True)
@@ -99,28 +94,6 @@ def resolve_impls(specs: Sequence[str]) -> tuple[Impl, ...]:
         taken.add(label)
         out.append(Impl(spec, label, impl.axes))
     return tuple(out)
-
-
-def impl_arg(text: str) -> list[str]:
-    """``argparse`` type of ``--impl``: a comma list of specs, resolved (loaded) now so that a
-    bad one is reported as ``argument --impl: <spec>: <reason>``; returns the specs."""
-    specs = [x.strip() for x in text.split(",") if x.strip()]
-    try:
-        resolve_impls(specs)
-    except ImplError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return specs
-
-
-def check_policy(impls: Iterable[Impl], policy: str) -> None:
-    """Raise :class:`ImplError` (one line) if an implementation cannot run eviction
-    ``policy`` (``registry.check_policy``: e.g. sglang 0.5.23's legacy ``RadixCache`` has no
-    ``tlru``, unless a user's class declares ``keeps_tlru_lengths = True``)."""
-    for impl in impls:
-        try:
-            registry.check_policy(impl.spec, policy)
-        except ValueError as e:
-            raise ImplError(_one_line(e)) from None
 
 
 def impl_variants(

@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from radixbench.harness.config.cluster_table import parse_cluster
-from radixbench.harness.config.impl import ImplError, check_policy, impl_variants, resolve_impls
+from radixbench.cache.registry import check_policy
+from radixbench.harness.config.cluster_table import check_cluster, parse_cluster
+from radixbench.harness.config.cost_table import with_cost
+from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
-from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
-from radixbench.sim.cost import load_cost_model
+from radixbench.sim.config import SimConfig, Variant
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.sources import SOURCES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
@@ -83,6 +84,13 @@ class Scenario:
     reference: str = ""
     #: why the reference asked for does not run (not installed, cannot load...), "" when it does
     reference_note: str = ""
+    #: (key, what set it) for the keys an override set (``("arrivals.start_s", "--start")``):
+    #: an error found later, e.g. while loading the trace, names that (:meth:`named`)
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def named(self, key: str) -> str:
+        """What an error about ``key`` names: the flag that set it, else ``<file>: <key>``."""
+        return dict(self.origins).get(key) or f"{self.file}: {key}"
 
 
 def _table(doc: dict[str, Any], name: str, file: str) -> dict[str, Any]:
@@ -105,7 +113,7 @@ def _reference(
         return None, ""
     try:
         (impl,) = resolve_impls([spec])
-        check_policy((impl,), policy)
+        check_policy(impl.spec, policy)
     except ImplError as exc:
         return None, f"the reference {spec} does not run here: {exc}"
     if impl.takes_algorithms:
@@ -138,7 +146,8 @@ def _variants(
         lists[key] = names
     try:
         impls = resolve_impls(lists["impls"])
-        check_policy(impls, policy)
+        for impl in impls:
+            check_policy(impl.spec, policy)
     except ImplError as exc:
         raise ScenarioError(file, "variants.impls", str(exc)) from None
     try:
@@ -253,7 +262,7 @@ def parse_scenario(
             table[key], paths[key] = value, f"{tname}.{key}"
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
-        sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
+        sim = with_cost(sim, dict(_table(doc, "cost", file)), file)
     variants, ref, note = _variants(_table(doc, "variants", file), file, sim)
     cluster = None
     if "cluster" in doc:
@@ -281,37 +290,6 @@ def parse_scenario(
         ref.impl_label if ref is not None else "",
         note,
     )
-
-
-def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
-    """``sim`` with the cost model of a ``[cost]`` table: ``model`` names the base model (linear,
-    a preset, or a TOML file; default the simulator's), the other keys override its fields."""
-    model = table.pop("model", DEFAULT_COST_MODEL)
-    if not isinstance(model, str):
-        raise ScenarioError(file, "cost.model", "expected a model name or a TOML path")
-    try:
-        base = load_cost_model(model)
-    except (ValueError, OSError) as e:
-        raise ScenarioError(file, "cost.model", str(e).splitlines()[0]) from None
-    fields = {f.name: _plain(getattr(base, f.name)) for f in dataclasses.fields(base) if f.init}
-    nested = next((f.name for f in dataclasses.fields(base) if dataclasses.is_dataclass(
-        getattr(base, f.name))), None)  # fmt: skip
-    for key in table:  # an AIC model's deployment fields live in its roofline
-        if key not in fields and nested and key in fields[nested]:
-            why = f"a roofline field; {model} runs on AIC's measured kernels"
-            raise ScenarioError(file, f"cost.{key}", f'{why}: set model = "roofline:{model}"')
-    cost = build_dataclass(type(base), {**fields, **table}, "cost", file)
-    try:
-        return dataclasses.replace(sim, cost=cost)
-    except ValueError as e:
-        raise ScenarioError(file, "cost.model", str(e)) from None
-
-
-def _plain(value: Any) -> Any:
-    """A nested dataclass (an AIC model's roofline) as the table ``build_dataclass`` reads."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
-    return value
 
 
 def bundled_scenarios() -> dict[str, pathlib.Path]:
@@ -379,12 +357,14 @@ def load_scenario(
             blame[resolved] = origins[key]
     name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
     try:
-        return parse_scenario(doc, file, name, path.parent.resolve())
+        scenario = parse_scenario(doc, file, name, path.parent.resolve())
     except ScenarioError as exc:
         origin = _origin(exc.key, blame)
         if origin is None:
             raise
         raise ScenarioError(origin, exc.key, exc.reason) from None
+    check_cluster(scenario, blame)
+    return dataclasses.replace(scenario, origins=tuple(blame.items()))
 
 
 def _origin(key: str | None, blame: dict[str, str]) -> str | None:

@@ -15,11 +15,11 @@ from typing import Any
 
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from radixbench.harness.config.impl import implementations
 from radixbench.harness.config.scenario import Scenario
-from radixbench.harness.experiments.equivalence import check_equivalence
+from radixbench.harness.experiments.equivalence import check_equivalence, exemption
+from radixbench.harness.experiments.progress import progress as progress_display
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.harness.experiments.workload import (
     check_fits,
@@ -27,8 +27,8 @@ from radixbench.harness.experiments.workload import (
     served_belady,
     served_ceiling,
 )
-from radixbench.reports import write_report
 from radixbench.reports.axes import AXES, REPLICA, VariantSet
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant
@@ -162,8 +162,9 @@ def run_compare(
 ) -> CompareOutcome:
     """Run every variant of ``spec`` and write the report into a new run folder (atomically).
 
-    ``progress``: show a progress bar (None = only on a terminal). ``run_name``: the run
-    folder's name (default: a timestamp); ``extra_meta``: added to ``config.json`` and the
+    ``progress``: show a progress bar (None: a bar on a terminal, a line every 10 s in a
+    log). ``run_name``: the run folder's name (default: a timestamp); ``extra_meta``: added
+    to ``config.json`` and the
     report's meta; ``full_report=False`` writes the tables and summaries only (no plots, no
     ``report.md`` / ``report.html``: ``write_report(render=False)``), as sweep cells do.
     Raises ``ValueError`` / ``TraceError`` on bad input before anything is written.
@@ -182,14 +183,9 @@ def run_compare(
     variants = spec.variants + ((aa_replica(spec.variants, spec.baseline),) if aa else ())
     log = KVEventLog(spec.kv_events) if spec.kv_events is not None else None
     try:
-        with tqdm(
-            total=len(trace) * len(variants),
-            unit="req",
-            disable=None if progress is None else not progress,
-            desc="compare",
-        ) as bar:
+        with progress_display(len(trace) * len(variants), "compare", "req", progress) as bar:
             sims = [_sim(trace, spec, v, device, lambda: bar.update(1), log) for v in variants]
-            results = run_interleaved(sims)
+            results = run_interleaved(sims, seed=spec.sim.seed)
     except BaseException:
         if log is not None:
             log.abort()
@@ -203,7 +199,7 @@ def run_compare(
         stem: pd.concat([r.tables[stem] for r in results if stem in r.tables], ignore_index=True)
         for stem in stems
     }
-    equivalence = check_equivalence(requests)
+    equivalence = check_equivalence(requests, exemption(spec.sim.clock, cluster))
     ceiling = served_ceiling(trace, requests)
     belady = served_belady(trace, requests, spec.sim) if cluster is None else None
     sim = spec.sim
@@ -243,6 +239,7 @@ def run_compare(
     with AtomicRunDir(spec.out, run_name) as run:
         meta = meta.replace(wall_s=round(time.perf_counter() - started, 2))
         write_meta(run.tmp, meta)
+        report: Mapping[str, Any]
         if cluster is None:
             report = write_report(
                 run.tmp,
@@ -277,5 +274,5 @@ def run_compare(
         log.close()
     assert run.final is not None
     return CompareOutcome(
-        run.final, report, equivalence, time.perf_counter() - started, meta, metrics
+        run.final, dict(report), equivalence, time.perf_counter() - started, meta, metrics
     )

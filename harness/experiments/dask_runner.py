@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from tqdm import tqdm
+from radixbench.harness.experiments.impl_failure import ImplFailed, impl_failure
+from radixbench.harness.experiments.progress import progress as progress_display
 
 __all__ = ["client", "run_on_dask"]
 
@@ -76,22 +77,18 @@ def run_on_dask(
     """Start a client (:func:`client`), let ``submit(client)`` submit the tasks (returns future
     -> the item it computes), and call ``on_done(item, future)`` for each future as it
     completes (``future.exception()`` / ``future.result()`` are the caller's to read; an
-    exception ``on_done`` raises stops the run). A ``tqdm`` bar ``desc`` counts completions in
-    ``unit`` out of ``total`` (default: the tasks submitted), starting at ``initial``;
-    ``progress`` None shows it only on a terminal. The client, and a ``LocalCluster`` it
+    exception ``on_done`` raises stops the run). A progress display ``desc`` counts
+    completions in ``unit`` out of ``total`` (default: the tasks submitted), starting at
+    ``initial`` (:func:`~radixbench.harness.experiments.progress.progress`: ``progress`` None
+    gives a bar on a terminal, periodic lines in a log). The client, and a ``LocalCluster`` it
     started, are closed on the way out, also on error or Ctrl-C."""
     from distributed import as_completed
 
     dask = client(scheduler, workers)
     try:
         futures = submit(dask)
-        with tqdm(
-            total=len(futures) if total is None else total,
-            initial=initial,
-            unit=unit,
-            desc=desc,
-            disable=None if progress is None else not progress,
-        ) as bar:
+        count = len(futures) if total is None else total
+        with progress_display(count, desc, unit, progress, initial) as bar:
             for fut in as_completed(futures):
                 on_done(futures[fut], fut)
                 bar.update(1)
@@ -115,16 +112,20 @@ def run_points(
     """The points of a study on Dask (:func:`run_on_dask`): ``point_fn(*args[:1], i,
     *args[1:])`` for each point index ``i`` of ``order`` (submitted in that order: the longest
     first, so the cluster ends together), every point's rows gathered as they complete (so in
-    completion order; the caller sorts). A point that raises stops the study with
+    completion order; the caller sorts). A point that raises stops the study: with
+    :class:`~radixbench.harness.experiments.impl_failure.ImplFailed` when an implementation
+    under test raised (its one line, prefixed ``study point <i>: ``), else with
     ``RuntimeError("study point <i> failed: <its first line>")``."""
     rows: list[dict[str, Any]] = []
     head, rest = args[:1], args[1:]
 
     def submit(client: Any) -> dict[Any, int]:
-        return {client.submit(point_fn, *head, i, *rest, pure=False): i for i in order}
+        return {client.submit(_point, point_fn, *head, i, *rest, pure=False): i for i in order}
 
     def done(i: int, fut: Any) -> None:
         exc = fut.exception()
+        if isinstance(exc, ImplFailed):
+            raise exc.within(f"study point {i}: ")
         if exc is not None:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise RuntimeError(f"study point {i} failed: {msg}")
@@ -135,3 +136,16 @@ def run_points(
         unit="point",
     )  # fmt: skip
     return rows
+
+
+def _point(point_fn: Callable[..., list[dict[str, Any]]], *args: Any) -> list[dict[str, Any]]:
+    """``point_fn(*args)`` on a worker; an implementation under test that raises comes back
+    as :class:`~radixbench.harness.experiments.impl_failure.ImplFailed` (the traceback it is
+    read from stays on the worker)."""
+    try:
+        return point_fn(*args)
+    except Exception as e:
+        failure = impl_failure(e)
+        if failure is None:
+            raise
+        raise failure from None

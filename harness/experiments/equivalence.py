@@ -1,47 +1,82 @@
 """Equivalence of variants: the algorithms must not change what the cache does.
 
 In the isolated clock mode every variant sees the same schedule, so each request must see the
-same number of prefix-hit tokens under every variant. A divergence is reported with the first
-differing request (lowest rid), never hidden.
+same number of prefix-hit tokens under every variant that runs the same *behaviour*: variants
+that differ only in how the cache is implemented (evictor, matcher, flatten, implementation)
+are checked against each other; variants whose settings change what the cache holds or which
+instance a request reaches (:data:`BEHAVIOURAL_AXES`: HiCache's write policy, the router, the
+instance count) are checked only within each such setting, never across. A divergence is
+reported with the first differing request (lowest rid), never hidden. Where measured time
+moves the schedule (the coupled clock, a router whose measured decision time delays arrivals)
+variants may diverge: the result then carries why (``exempt``) and a divergence is no failure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-#: Axes whose values legitimately change what the cache holds (HiCache's write policy): only
-#: variants sharing their values must see identical prefix hits.
-BEHAVIOURAL_AXES = ("hicache",)
+#: Axes whose values legitimately change prefix hits: HiCache's write policy (what the cache
+#: holds), the router and the instance count of a cluster run (which instance, hence which
+#: cache, a request reaches). Only variants sharing their values must see identical hits.
+BEHAVIOURAL_AXES = ("hicache", "router", "instances")
 
 
-def check_equivalence(requests: pd.DataFrame) -> dict[str, Any]:
+def exemption(clock: str | None, cluster: Any = None) -> str:
+    """Why the variants of a run may diverge, "" when they may not: the coupled clock (measured
+    CPU time moves simulated time), or a cluster whose router's measured decision time delays
+    each arrival (``couple_router_time``). ``cluster``: a ``ClusterSpec``, its record (a dict,
+    ``config.json``'s ``cluster``) or None."""
+    if clock == "coupled":
+        return "the clock is coupled: measured CPU time moves each variant's schedule"
+    couple = (
+        cluster.get("couple_router_time")
+        if isinstance(cluster, Mapping)
+        else getattr(cluster, "couple_router_time", False)
+    )
+    if couple:
+        return "the router's measured decision time delays each arrival (--couple-router-time)"
+    return ""
+
+
+def check_equivalence(requests: pd.DataFrame, exempt: str = "") -> dict[str, Any]:
     """Compare ``prefix_hit_tokens`` (and the request's status) per rid across variants that
-    share the values of :data:`BEHAVIOURAL_AXES` (e.g. the ``write_through`` variants among
-    themselves, the ``write_back`` ones among themselves).
+    share the values of :data:`BEHAVIOURAL_AXES` (e.g. within the ``cache-aware`` router its
+    ``heapify`` and ``lru-list`` variants, never ``cache-aware`` against ``round-robin``).
 
     ``requests``: the per-request table of all variants (docs/CONTRACTS.md). Returns ``{"ok":
     bool, "n_requests": int, "variants": [...], "first_diff": None | {"rid": int, "values":
-    {variant: prefix_hit_tokens or None when the variant lacks the request}}, "groups":
-    [[variant, ...], ...]}``. Mutates nothing.
+    {variant: prefix_hit_tokens or None when the variant lacks the request}}, "axes": [the
+    behavioural axes whose values differ among the variants], "groups": [[variant, ...], ...]
+    (the variants checked against each other; one group, every variant, when ``axes`` is
+    empty; a group of one variant has nothing to be checked against), "exempt": ``exempt``
+    (:func:`exemption`: why a divergence is allowed, "" when it is not)}``. Mutates nothing.
     """
-    axes = [a for a in BEHAVIOURAL_AXES if a in requests.columns]
-    if axes:
-        groups = [
-            list(dict.fromkeys(g["variant"]))
-            for _, g in requests.groupby(axes, dropna=False, sort=False)
-        ]
-        results = [_check(requests[requests["variant"].isin(g)]) for g in groups]
-        bad = next((r for r in results if not r["ok"]), None)
-        return {
-            "ok": bad is None,
-            "n_requests": max(r["n_requests"] for r in results),
-            "variants": list(dict.fromkeys(requests["variant"])),
-            "first_diff": None if bad is None else bad["first_diff"],
-            "groups": groups,
-        }
-    return _check(requests)
+    variants = list(dict.fromkeys(requests["variant"]))
+    axes = [
+        a
+        for a in BEHAVIOURAL_AXES
+        if a in requests.columns and requests[a].nunique(dropna=False) > 1
+    ]
+    if not axes:
+        return {**_check(requests), "axes": [], "groups": [variants], "exempt": exempt}
+    groups = [
+        list(dict.fromkeys(g["variant"]))
+        for _, g in requests.groupby(axes, dropna=False, sort=False)
+    ]
+    results = [_check(requests[requests["variant"].isin(g)]) for g in groups]
+    bad = next((r for r in results if not r["ok"]), None)
+    return {
+        "ok": bad is None,
+        "n_requests": max(r["n_requests"] for r in results),
+        "variants": variants,
+        "first_diff": None if bad is None else bad["first_diff"],
+        "axes": axes,
+        "groups": groups,
+        "exempt": exempt,
+    }
 
 
 def _check(requests: pd.DataFrame) -> dict[str, Any]:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from tqdm import tqdm
 
 from radixbench.cache import registry
 from radixbench.harness.config.impl import resolve_impls
 from radixbench.harness.config.scenario import Scenario
+from radixbench.harness.experiments.progress import progress as progress_display
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.harness.experiments.workload import load_requests
 from radixbench.reports.record import RunMeta, write_meta
@@ -80,19 +80,18 @@ def run_replay(
     workload = load_requests(scenario, on_bad_line)
     reqs = workload.requests
     cap, page = scenario.sim.kv_capacity_tokens, scenario.sim.page_size
-    with tqdm(
-        total=len(reqs),
-        unit="req",
-        desc="replay",
-        disable=None if progress is None else not progress,
-    ) as bar:
+    with progress_display(len(reqs), "replay", "req", progress) as bar:
+
+        def tick() -> None:
+            bar.update(1)
+
         result = replay(
             reqs,
             cap,
             page,
             policies,
             include_outputs=include_outputs,
-            on_request=lambda: bar.update(1),
+            on_request=tick,
             impls=[(i.spec, i.label) for i in resolved],
         )
     meta = RunMeta(

@@ -20,16 +20,16 @@ class RunFolderError(ValueError):
 def rerender(
     run_dir: Path, n_resamples: int = 1000, *, svg: bool = False, progress: bool | None = None
 ) -> dict[str, Any]:
-    """Re-run :func:`~radixbench.reports.write_report` on the tables saved in ``run_dir``
+    """Re-run :func:`~radixbench.reports.pipeline.write_report` on the tables saved in ``run_dir``
     with everything the run was made with (its record, ``config.json``: the ``--baseline``,
     the variants' axes, the scheduler settings), files replaced atomically one by one; the
     equivalence verdict is recomputed from the per-request table. ``svg``: also write SVG
     plots; ``progress``: a bar over the report steps on stderr (None = only on a terminal).
-    Returns the :class:`~radixbench.reports.ReportResult`. Raises :class:`RunFolderError`
+    Returns the :class:`~radixbench.reports.pipeline.ReportResult`. Raises :class:`RunFolderError`
     (one line naming the folder or file) when ``run_dir`` is no readable run folder or its
     tables cannot be rendered."""
-    from radixbench.harness.experiments.equivalence import check_equivalence
-    from radixbench.reports import write_report
+    from radixbench.harness.experiments.equivalence import check_equivalence, exemption
+    from radixbench.reports.pipeline import write_report
     from radixbench.reports.record import RecordError, read_run
 
     try:
@@ -47,7 +47,7 @@ def rerender(
                 requests,
                 ops,
                 meta,
-                check_equivalence(requests),
+                check_equivalence(requests, exemption(meta.clock)),
                 baseline=meta.baseline,
                 timeseries=tables["timeseries"],
                 metrics=tables["metrics"],
@@ -66,7 +66,7 @@ def _rerender_cluster(
     """A cluster run (its record has ``extra["cluster"]``): the routing report
     (:func:`radixbench.reports.routing_report.write_routing_report`) from its saved tables,
     the ``load`` table included."""
-    from radixbench.harness.experiments.equivalence import check_equivalence
+    from radixbench.harness.experiments.equivalence import check_equivalence, exemption
     from radixbench.reports.routing_report import write_routing_report
     from radixbench.reports.tables import read_table
 
@@ -81,7 +81,7 @@ def _rerender_cluster(
             tables["metrics"],
             load,
             meta,
-            check_equivalence(requests),
+            check_equivalence(requests, exemption(meta.clock, meta.extra.get("cluster"))),
             meta.baseline,
             svg=svg,
             n_resamples=n_resamples,

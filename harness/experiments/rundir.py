@@ -15,7 +15,8 @@ import torch
 
 
 class RunDirError(ValueError):
-    """The parent of a run folder cannot hold one (a file, read-only); one line naming it."""
+    """The parent of a run folder cannot hold one (a file, read-only), or writing the run
+    failed (a full disk): one line naming the path."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -50,7 +51,9 @@ class AtomicRunDir:
     turns SIGTERM into an exception), it is removed, so a failed run never leaves a
     half-written folder nor touches a good one. Entering removes the temporary folders of
     earlier runs whose process is gone (:func:`remove_stale`). Raises :class:`RunDirError`
-    (one line naming ``parent``) when ``parent`` is a file or cannot be written.
+    (one line naming ``parent``) when ``parent`` is a file or cannot be written, and in place
+    of an ``OSError`` raised while the run is written (a full disk: one line naming the file
+    or the run folder, the folder removed).
     """
 
     def __init__(self, parent: Path, name: str | None = None) -> None:
@@ -71,16 +74,38 @@ class AtomicRunDir:
             raise RunDirError(f"{self.parent}: cannot write a run folder there ({why})") from None
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, *_: object
+    ) -> None:
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if isinstance(exc, OSError):  # a full disk, a quota, a vanished folder...
+                raise RunDirError(self._write_failed(exc)) from None
             return
         final, n = self.parent / self.stem, 1
         while final.exists():
             n += 1
             final = self.parent / f"{self.stem}-{n}"
-        self.tmp.rename(final)
+        try:
+            self.tmp.rename(final)
+        except OSError as e:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise RunDirError(self._write_failed(e)) from None
         self.final = final
+
+    def _write_failed(self, e: OSError) -> str:
+        """One line for an ``OSError`` met while the run was written: the file (as it would
+        have been named in the run folder) or the run folder, the reason, and that nothing
+        was left behind."""
+        path = self.parent / self.stem
+        name = getattr(e, "filename", None)
+        if name:
+            try:
+                path = path / Path(name).relative_to(self.tmp)
+            except ValueError:
+                path = Path(name)
+        reason = e.strerror or " ".join(str(e).split()) or type(e).__name__
+        return f"{path}: cannot write the run ({reason}); nothing was written"
 
 
 def environment() -> dict[str, Any]:

@@ -22,7 +22,8 @@ import pandas as pd
 from radixbench.harness.config.grid import Cell, Grid
 from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.harness.experiments.dask_runner import run_on_dask
-from radixbench.reports.diagnostics import load_check
+from radixbench.harness.experiments.impl_failure import impl_failure
+from radixbench.reports.diagnostics import axis_checks, load_check
 from radixbench.reports.record import read_run
 from radixbench.reports.sweep import plot_sweep
 from radixbench.reports.tables import read_table, write_table
@@ -69,8 +70,9 @@ class CellFailed:
 def run_cell(cell: Cell, cells_dir: str) -> str | CellFailed:
     """Run one cell unless its folder already exists; returns the cell key, or
     :class:`CellFailed` when the cell's input is bad (``ValueError`` / ``OSError`` of
-    :func:`~radixbench.harness.experiments.compare.run_compare`; nothing is written). Runs on a
-    worker."""
+    :func:`~radixbench.harness.experiments.compare.run_compare`; nothing is written) or an
+    implementation under test raised (:func:`~radixbench.harness.experiments.impl_failure.
+    impl_failure`'s line). Runs on a worker."""
     out = Path(cells_dir)
     if (out / cell.key / "config.json").exists():
         return cell.key
@@ -82,8 +84,13 @@ def run_cell(cell: Cell, cells_dir: str) -> str | CellFailed:
             extra_meta={"cell": cell.canonical(), "cell_key": cell.key},
             full_report=False,
         )
-    except (ValueError, OSError) as e:
-        return CellFailed(_one_line(e))
+    except Exception as e:
+        failure = impl_failure(e)  # an implementation under test raised: named, not retried
+        if failure is not None:
+            return CellFailed(str(failure))
+        if isinstance(e, (ValueError, OSError)):
+            return CellFailed(_one_line(e))
+        raise
     return cell.key
 
 
@@ -99,13 +106,17 @@ def cell_label(cell: Cell) -> str:
 
 def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
     """One row per variant of a finished cell (its A/A replica left out): the grid point, the
-    variant's axes, the op and request statistics, whether the load rules flag it, and, for a
+    variant's axes, the op and request statistics, whether the load rules flag it, the axes
+    the cell could not compare and why (``not_compared``, :func:`_not_compared`), and, for a
     candidate, its verdicts against its baseline partner on its axis's ops."""
     tables, meta = read_run(folder)
     ops = read_table(folder, "summary_ops")
     var = read_table(folder, "summary_variants").set_index("variant")
     verdicts = read_table(folder, "verdicts")
-    loads = {ld.variant: ld for ld in load_check(tables["requests"], tables["timeseries"], meta)}
+    requests, timeseries, ops_frame = tables["requests"], tables["timeseries"], tables["ops"]
+    assert requests is not None and ops_frame is not None  # a finished cell has both tables
+    loads = {ld.variant: ld for ld in load_check(requests, timeseries, meta)}
+    not_compared = _not_compared(ops_frame, meta.variants)
     rows = []
     for record in meta.variants:
         name = str(record["name"])
@@ -119,9 +130,11 @@ def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
             for stat in stats:
                 row[f"{op}_{stat}"] = float(sel[stat].iloc[0]) if len(sel) else float("nan")
         for stat in VARIANT_STATS:
-            row[stat] = float(var.loc[name, stat]) if name in var.index else float("nan")
+            cell_value: Any = var.loc[name, stat] if name in var.index else float("nan")
+            row[stat] = float(cell_value)
         load = loads.get(name)
         row["overloaded"] = bool(load is not None and load.overloaded)
+        row["not_compared"] = not_compared
         mine = verdicts[(verdicts["candidate"] == name) & verdicts["metric"].str.endswith(" ns")]
         mine = mine[mine["axis"] != "replica"]
         if len(mine):
@@ -132,6 +145,18 @@ def _cell_rows(cell: Cell, folder: Path) -> list[dict[str, Any]]:
                 row[f"{op}_{stat}"] = v[stat]
         rows.append(row)
     return rows
+
+
+def _not_compared(ops: pd.DataFrame, variants: list[dict[str, Any]]) -> str:
+    """``"evictor: evict ran 0 times: ... (the KV pool never filled)"``: each axis the cell's
+    variants vary (its A/A replica left out) that its ops did not exercise, with the reason
+    its report gives (:func:`~radixbench.reports.diagnostics.axis_checks`: the op never ran,
+    or ran on trivial inputs), joined by ``"; "``; "" when every varied axis was compared."""
+    records = [r for r in variants if r.get("replica") is None]
+    axes = [a for a in ("evictor", "matcher", "flatten", "impl")
+            if len({str(r.get(a)) for r in records}) > 1]  # fmt: skip
+    checks = axis_checks(ops, axes) if axes else {}
+    return "; ".join(f"{a}: {c.reason}" for a, c in checks.items() if not c.ok)
 
 
 def gather(grid: Grid, cells_dir: Path) -> pd.DataFrame:

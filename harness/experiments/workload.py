@@ -8,6 +8,7 @@ finished (the infinite-cache ceiling, Belady's optimal eviction at the run's KV 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -52,27 +53,66 @@ def load_requests(scenario: Scenario, on_bad_line: str | None = None) -> Workloa
     """
     skipped: list[TraceError] = []
     sc = scenario
-    requests = load_workload(
+    try:
+        requests = _load(sc, sc.arrivals, on_bad_line, skipped)
+    except ValueError as e:  # TraceError too
+        if "no request" not in str(e) or not (sc.arrivals.start_s or sc.arrivals.window_s):
+            raise
+        raise ValueError(_empty_selection(sc, on_bad_line) or str(e)) from None
+    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+def _load(
+    sc: Scenario, arrivals: Any, on_bad_line: str | None, skipped: list[TraceError]
+) -> list[TraceRequest]:
+    return load_workload(
         sc.kind,
         sc.workload,
-        sc.arrivals,
+        arrivals,
         np.random.default_rng(sc.seed),
         on_bad_line=on_bad_line or sc.on_bad_line,
         skipped=skipped,
         base_dir=sc.base_dir,
     )
-    return Workload(requests, skipped, f"{sc.name}: {describe_selection(sc, len(requests))}")
+
+
+def _empty_selection(sc: Scenario, on_bad_line: str | None) -> str | None:
+    """Why ``--start`` / ``--window`` selected no request, naming the one at fault and the
+    span the trace's arrivals cover (s after its first request, before ``--time-scale``); None
+    when the whole trace is empty too."""
+    a = sc.arrivals
+    whole = dataclasses.replace(
+        a, start_s=0.0, window_s=None, max_requests=None, time_scale=1.0, rate_scale=1.0
+    )
+    try:
+        everything = _load(sc, whole, on_bad_line, [])
+    except ValueError:
+        return None
+    last = max(r.arrival_s for r in everything) - min(r.arrival_s for r in everything)
+    span = f"its {len(everything):,} requests arrive 0-{last:,.1f} s after the first"
+    if a.start_s > last:
+        return f"{sc.named('arrivals.start_s')} {a.start_s:g}: past the end of the trace ({span})"
+    return (
+        f"{sc.named('arrivals.window_s')} {a.window_s:g}: no request arrives in "
+        f"[{a.start_s:g}, {a.start_s + (a.window_s or 0):g}) s ({span})"
+    )
 
 
 #: A request count in a scenario's description: "first 1,000 requests", "3,000 requests".
 _COUNT = re.compile(r"\b(first )?(\d[\d,]*) requests\b")
 
 
+#: A KV pool size in a scenario's description: "96k-token KV pool", "400,000-token KV pool".
+_POOL = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)(k|M)?-token KV pool\b")
+
+
 def describe_selection(scenario: Scenario, n: int) -> str:
-    """``scenario``'s description with the request count it states made true of the ``n``
-    requests loaded: ``--all`` or ``--requests 50`` select other requests than the scenario's
-    "first 1,000 requests", and the label must not repeat its count ("all 12,031 requests",
-    "first 50 requests", "2,310 selected requests" for a window or a start)."""
+    """``scenario``'s description with the request count and KV pool it states made true of
+    the ``n`` requests loaded and the pool simulated: ``--all`` or ``--requests 50`` select
+    other requests than the scenario's "first 1,000 requests", and the label must not repeat
+    its count ("all 12,031 requests", "first 50 requests", "2,310 selected requests" for a
+    window or a start); ``--kv-capacity 50000`` makes "96k-token KV pool" "50,000-token KV
+    pool"."""
     a = scenario.arrivals
 
     def fix(m: re.Match[str]) -> str:
@@ -82,7 +122,13 @@ def describe_selection(scenario: Scenario, n: int) -> str:
             return f"first {n:,} requests" if a.max_requests is not None else f"all {n:,} requests"
         return f"{n:,} selected requests"
 
-    return _COUNT.sub(fix, scenario.description, count=1)
+    kv = scenario.sim.kv_capacity_tokens
+
+    def fix_pool(m: re.Match[str]) -> str:
+        stated = float(m[1].replace(",", "")) * {"k": 1e3, "M": 1e6}.get(m[2] or "", 1)
+        return m[0] if round(stated) == kv else f"{kv:,}-token KV pool"
+
+    return _POOL.sub(fix_pool, _COUNT.sub(fix, scenario.description, count=1))
 
 
 def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:

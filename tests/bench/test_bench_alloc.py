@@ -125,24 +125,3 @@ def test_bench_alloc_cli_writes_markdown_and_csv(
 def test_spec_rejects_nonpositive_sizes() -> None:
     with pytest.raises(ValueError, match="bench alloc"):
         AllocBenchSpec(calls=0)
-
-
-def test_allocators_load_through_the_one_sglang_loader() -> None:
-    """The allocators come from ``sglang_modules.load_modules`` (its finder, stubs and isolation):
-    the stubs' working attributes work, any other stubbed attribute raises when called."""
-    from radixbench.cache.sglang_finder import SGLangStubError
-    from radixbench.cache.sglang_modules import load_modules
-    from radixbench.cache.sglang_package import installed_dir
-
-    sglang_or_skip()
-    before = {k for k in sys.modules if k.split(".")[0] == "sglang"}
-    loaded = load_modules("sglang", installed_dir(), bench_alloc.ALLOCATOR_MODULES)
-    modules, files = loaded.modules, loaded.files
-    assert {k for k in sys.modules if k.split(".")[0] == "sglang"} == before
-    assert set(bench_alloc.ALLOCATOR_MODULES.real) <= set(modules)
-    assert "sglang/srt/mem_cache/allocator/paged.py" in files
-    utils = modules["sglang.srt.utils"]
-    assert utils.is_hip() is False and utils.get_bool_env_var("RADIXBENCH_UNSET_FLAG") is False
-    assert not modules["sglang.srt.platforms"].current_platform.capabilities.supports_triton
-    with pytest.raises(SGLangStubError):
-        utils.get_num_new_pages()

@@ -43,7 +43,11 @@ def test_quick_run_prints_the_table_targets_and_calibration(tmp_path: Path, caps
     for column in SGLANG.values():
         assert f"| {column} |" in out
     targets = re.findall(r"^target: (.*)$", out, re.M)
-    assert len(targets) == 3, out  # measured, whatever they say: the quick sizes are not theirs
+    assert len(targets) == 4, out  # measured, whatever they say: the quick sizes are not theirs
+    assert re.search(r"^target: the adapter adds at most 5% .*: (met|NOT met)", out, re.M), out
+    assert "| adapter | op | calls | direct ns | recorded ns | overhead [95 % CI] |" in out
+    for op in ("match_prefix", "insert", "evict", "checkpoint", "release"):
+        assert re.search(rf"^\| {re.escape(RUST)} \| {op} \| ", out, re.M), op
     assert all(re.search(r": (met|NOT met|n/a)\b", t) for t in targets), targets
     csv_text = (tmp_path / "bench_served.csv").read_text(encoding="utf-8")
     assert csv_text.startswith("bench,case,") and "x_sglang" in csv_text

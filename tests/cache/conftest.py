@@ -25,7 +25,7 @@ test_sglang_served_fidelity.py every evictor and every matcher against SGLang, r
 (checkpoint, release) included.
 
 The ``make_impl*`` factories add sglang 0.5.23's own ``RadixCache``
-(``sglang_adapter.SGLangCache``; that case is skipped when sglang is not installed), so a test
+(``legacy.SGLangCache``; that case is skipped when sglang is not installed), so a test
 written against them checks that radixbench and SGLang behave alike. ``impl_name*`` is the
 instance's implementation: ``"evictor+matcher"`` or ``"sglang"``. ``put`` inserts a token list
 with freshly allocated KV slots and frees the duplicate-prefix slots exactly as a caller of
@@ -124,12 +124,12 @@ _SGLANG_LOADED: list[Any] = []
 
 
 def load_sglang_or_skip() -> Any:
-    """sglang 0.5.23 loaded once (``sglang_loader.load_sglang("sglang")``); skips the test when
+    """sglang 0.5.23 loaded once (``legacy_load.load_sglang("sglang")``); skips the test when
     the package is not installed."""
     if not _SGLANG_LOADED:
         if importlib.util.find_spec("sglang") is None:
             pytest.skip("sglang is not installed (make install): SGLang comparison skipped")
-        from radixbench.cache.sglang_loader import load_sglang
+        from radixbench.cache.sglang.legacy_load import load_sglang
 
         _SGLANG_LOADED.append(load_sglang("sglang"))
     return _SGLANG_LOADED[0]
@@ -153,7 +153,7 @@ def build_sglang(
 ) -> tuple[Any, TokenToKVPoolAllocator]:
     """sglang 0.5.23's ``RadixCache`` behind ``SGLangCache``, with ``build_cache``'s arguments
     (default clock: a counter from 1, as radixbench's)."""
-    from radixbench.cache.sglang_adapter import SGLangCache
+    from radixbench.cache.sglang.legacy import SGLangCache
 
     loaded = load_sglang_or_skip()
     alloc = make_allocator(kv_size, page_size) if paged_alloc else TokenToKVPoolAllocator(kv_size)

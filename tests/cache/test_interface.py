@@ -107,3 +107,37 @@ def test_every_registered_implementation_conforms(spec: str, page: int) -> None:
     ref, ref_alloc, ref_pool = _build("radixbench", page)
     assert seen == _script(ref, ref_alloc, ref_pool, page)
     assert set(rec.frame("x")["op"]) >= REQUIRED_OPS
+
+
+@pytest.mark.parametrize("spec", _specs())
+def test_every_implementation_declares_its_tiers(spec: str) -> None:
+    """Capabilities are declared on the protocol, not probed: every implementation has
+    ``tiers`` (``None``: one tier), so the scheduler reads ``cache.tiers`` directly."""
+    cache, _, _ = _build(spec, 1)
+    assert cache.tiers is None
+
+
+def test_a_tiered_cache_offers_every_tier_entry_point() -> None:
+    """radixbench's cache with HiCache on declares its tiers: every ``TierOps`` entry point."""
+    from radixbench.cache.hicache import HiCacheConfig, host_pool_tokens
+    from radixbench.cache.interface import TierOps
+
+    alloc = make_allocator(64, 1)
+    hc = HiCacheConfig("write_through", host_pool_tokens(64, 1, 2.0), bytes_per_token=64)
+    cache = make_cache("radixbench", ReqToTokenPool(4, 16), alloc, CacheConfig(hicache=hc))
+    assert cache.tiers is not None
+    ops = [n for n in vars(TierOps) if not n.startswith("_")]
+    assert len(ops) == 8 and all(callable(getattr(cache.tiers, n)) for n in ops)
+    m = cache.match_prefix(RadixKey(array("q", [1, 2, 3])))
+    assert (m.prefix_len, m.host_hit_length) == (0, 0)  # one result type, host part included
+
+
+def test_the_contract_is_defined_once() -> None:
+    """The result types and ``CacheReq`` live next to ``PrefixCache`` and are what
+    ``radixbench.cache`` exports; the configuration module holds no copy."""
+    import radixbench.cache as cache_pkg
+    from radixbench.cache import config, interface
+
+    for name in ("MatchResult", "EvictResult", "CacheReq", "PrefixCache", "ImplInfo"):
+        assert getattr(cache_pkg, name) is getattr(interface, name)
+        assert name not in vars(config)

@@ -52,8 +52,9 @@ def test_events_off_by_default_and_free() -> None:
 
 
 def test_emission_points() -> None:
-    """One store per new node (nothing for a cached key, a match or a split), one removal per
-    evicted node, children before a parent that becomes a leaf, AllBlocksCleared on reset."""
+    """A store per new node (nothing for a cached key, a match or a split), removals of the
+    evicted nodes (one event: consecutive removals coalesce), children before a parent that
+    becomes a leaf, AllBlocksCleared on reset."""
     cache = _cache(page=2)
     assert [type(e) for e in cache.take_actions()] == [AllBlocksCleared]
     _insert(cache, [1, 2, 3, 4, 5, 6])
@@ -117,9 +118,9 @@ needs_sglang = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def sgl() -> object:
-    from radixbench.cache.sglang_events import enable_native_hash
-    from radixbench.cache.sglang_loader import SGLangLoadError
-    from radixbench.cache.sglang_unified import load_unified
+    from radixbench.cache.sglang.events import enable_native_hash
+    from radixbench.cache.sglang.legacy_load import SGLangLoadError
+    from radixbench.cache.sglang.unified_load import load_unified
 
     try:
         loaded = load_unified("sglang-python", "python")
@@ -163,8 +164,8 @@ def test_namespace_helpers_match(sgl: object) -> None:
 @needs_sglang
 def test_wide_tokens_through_the_served_cache(sgl: object) -> None:
     """A key holding a token >= 2**32: radixbench's events equal both unified cores'."""
-    from radixbench.cache.sglang_served import ServedSGLangCache
-    from radixbench.cache.sglang_unified import load_unified
+    from radixbench.cache.sglang.served import ServedSGLangCache
+    from radixbench.cache.sglang.unified_load import load_unified
 
     tokens = [1, 2, (1 << 32) + 7, 4, 5, 6, 7, 8]
     got = []

@@ -132,3 +132,31 @@ def test_coupled_router_time_delays_requests() -> None:
     r = results[0]
     assert (r.requests["status"] == "finished").all()
     assert r.metrics["route_p50_us"] > 0
+
+
+def test_event_log_names_sessions_and_keeps_the_lora_tables(tmp_path: Any) -> None:
+    """Multi-turn turns routed over 2 instances, events logged in the Dynamo format: every
+    store names its turn's session, and the log's adapter table reaches the caches."""
+    import json
+
+    from radixbench.cache.kv_events import KVEventConfig
+    from radixbench.sim.kv_event_log import KVEventLog
+
+    sc = load_scenario("multi-turn", {"arrivals.max_requests": 40})
+    adapters = (("0" * 32, "adapter-z"),)
+    log = KVEventLog(tmp_path / "ev.jsonl", KVEventConfig(lora_adapters=adapters))
+    spec = ClusterSpec(instances=2, routers=("precise",), dynamo_format=True)
+    (v,) = router_variants([Variant("heapify", "galloping", "numpy")], spec)
+    sim = ClusterSim(load_requests(sc, None).requests, sc.sim, v, CPU, spec, kv_event_log=log)
+    run_interleaved([sim])
+    config = sim.instances[0].cache.kv_events.config
+    assert config.dynamo_format and config.lora_adapters == adapters
+    log.close()
+    stores = [
+        e
+        for line in (tmp_path / "ev.jsonl").read_text().splitlines()
+        for e in json.loads(line)["batch"][1]
+        if e["type"] == "BlockStored"
+    ]
+    sessions = {e.get("session_id") for e in stores}
+    assert len(sessions) >= 4 and all(str(s).startswith("session-") for s in sessions)

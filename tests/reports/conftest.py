@@ -272,7 +272,7 @@ def metrics_df() -> pd.DataFrame:
 def rendered_run(tmp_path_factory) -> tuple[dict, pd.DataFrame]:
     """One full :func:`write_report` of the synthetic run with time series and metrics (50
     bootstrap resamples), shared by a test module: ``(result, metrics frame)``."""
-    from radixbench.reports import write_report
+    from radixbench.reports.pipeline import write_report
 
     meta = {
         "scenario": "synthetic-smoke",

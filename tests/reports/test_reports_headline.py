@@ -188,3 +188,27 @@ def test_impl_headline_gives_each_ops_own_condition_and_the_pairing(requests_df,
     match = next(h for h in ans.headline if h.startswith("match_prefix:"))
     assert "median matched" in match
     assert any("like-for-like" in h and "heapify/galloping/chain" in h for h in ans.headline)
+
+
+def test_an_impl_pair_not_like_for_like_names_the_algorithms_it_compared(
+    requests_df, ops_df
+) -> None:
+    """Issue 31 item 7: sglang runs a matcher this run does not have, so it is paired with the
+    baseline's (linear): no line may read as "sglang faster than radixbench" as a whole."""
+    base = ops_df[ops_df["variant"] == "heapify/linear/chain"]
+    sgl = base.assign(variant="sglang/chain", impl="sglang", evictor=None, matcher=None)
+    ops = pd.concat([base, sgl], ignore_index=True)
+    req = requests_df[requests_df["variant"] == "heapify/linear/chain"]
+    req = pd.concat([req, req.assign(variant="sglang/chain", impl="sglang", evictor=None,
+                                     matcher=None)])  # fmt: skip
+    vs = VariantSet.from_frames(
+        req, ops, reference={"sglang": {"evictor": "heapify", "matcher": "memview"}}
+    )
+    base_axes = vs.resolve_baseline()
+    verdicts = verdict_table(req, ops, base_axes, variants=vs, n_resamples=20,
+                             request_metrics=False)  # fmt: skip
+    lines = answer(verdicts, ops, base_axes, vs).headline
+    ops_lines = [h for h in lines if h.split(":")[0] in ("match_prefix", "insert", "evict")]
+    assert ops_lines and all(
+        "radixbench heapify/linear (not like-for-like)" in h for h in ops_lines
+    ), ops_lines

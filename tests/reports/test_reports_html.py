@@ -101,6 +101,7 @@ def test_report_renders_in_headless_chromium(tmp_path, rendered_run):
     assert len(check["imgs"]) == len(result["plots"]) >= 9
     assert all(img["ok"] and img["w"] > 100 and img["h"] > 100 for img in check["imgs"])
     rows = {t["id"]: t for t in check["tables"]}
+    assert rows.pop("t-summary")["rows"] > 0  # the PR-comment summary's table, first
     expected = {
         "Verdicts": len(result["verdicts"]),
         "Variants": len(result["variant_summary"]),
@@ -129,7 +130,10 @@ def test_numbers_never_wrap_mid_digit() -> None:
     assert "<td>heapify/linear/numpy</td>" in out
     num_rule = re.search(r"td\.num \{([^}]*)\}", CSS)
     assert num_rule and "white-space: nowrap" in num_rule[1], CSS
-    assert "overflow-wrap: anywhere" not in CSS
+    # only long unspaced text (paths, hashes: class brk) may break anywhere, never a number
+    assert re.findall(r"([\w.]+) \{[^}]*overflow-wrap: anywhere", CSS) == ["td.brk"], CSS
+    long = frame_html(pd.DataFrame({"sha": ["e0b3ac1079419f344edc791901d2f45d"]}), "t")
+    assert '<td class="brk">e0b3ac1079419f344edc791901d2f45d</td>' in long
 
 
 def test_run_rows_read_as_text_and_hide_empty_lists(tmp_path, meta) -> None:
@@ -146,3 +150,68 @@ def test_run_rows_read_as_text_and_hide_empty_lists(tmp_path, meta) -> None:
     assert "skipped_line_errors" not in rows and "point" not in rows and rows["rate"] == "4"
     assert "first skipped lines" not in rows
     assert not [v for v in rows.values() if "{" in v or v in ("[]", "none")], rows
+
+
+#: Records, after the load event, how far each table reaches past the box it scrolls in.
+_LAYOUT_PROBE = """<script>
+window.addEventListener('load', () => {
+  const over = [...document.querySelectorAll('table[id]')].map(t => ({id: t.id,
+      over: t.parentElement.scrollWidth - t.parentElement.clientWidth,
+      right: t.getBoundingClientRect().right}));
+  const p = document.createElement('pre');
+  p.id = 'rb-check';
+  p.textContent = JSON.stringify({over, body: document.body.getBoundingClientRect().right,
+                                  page: document.documentElement.scrollWidth});
+  document.body.appendChild(p);
+});
+</script>"""
+
+
+def test_wide_tables_wrap_inside_the_page(tmp_path, meta) -> None:
+    """Issue 31 item 11: the Implementations table (a path, a class, a sha256) and a cluster
+    run's Routers table (17 measures, long variant names) overflowed sideways in a 1,400-px
+    window; the first wraps to the page (headers at ``_``, paths and hashes anywhere), the
+    second shows one column per router, so neither needs its scroll bar."""
+    import dataclasses
+
+    from radixbench.reports.routing_report import router_view
+
+    chromium = _chromium()
+    names = ["round-robin", "shortest-queue", "cache-aware", "precise"]
+    cols = ["instances", "completed", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_mean_s",
+            "e2e_mean_s", "output_throughput", "prefix_hit_rate", "load_imbalance",
+            "route_p50_us", "route_p99_us", "overloaded_instances", "predicted_share",
+            "overpredicted_share", "prediction_error"]  # fmt: skip
+    routers = pd.DataFrame(
+        {"variant": [f"heapify/galloping/numpy/router={r}/instances=8" for r in names],
+         "label": names, "router": names,
+         **{c: [0.5623375863394557 * (i + 1) for i in range(4)] for c in cols}}
+    )  # fmt: skip
+    sha = "e0b3ac1079419f344edc791901d2f45dbd267d1a593cb19f49d4463898c8a00d"
+    impl = {"impl": "radixbench", "spec": "radixbench", "version": "0.1.0",
+            "origin": "/work/wt/reports/.venv/lib/python3.11/site-packages/radixbench/cache",
+            "class": "radixbench.cache.radix_cache.RadixCache", "tree_core": None,
+            "files": {"cache/radix_cache.py": sha}, "files_sha256": sha}  # fmt: skip
+    m = dataclasses.replace(meta, implementations=[impl])
+    page = write_report_html(
+        tmp_path, meta=m, equivalence={"ok": True}, frames={"Routers": router_view(routers)},
+        plots={},
+    )  # fmt: skip
+    probe = tmp_path / "probe.html"
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", _LAYOUT_PROBE + "</body>"),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+         "--window-size=1400,2000", "--dump-dom", probe.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    match = re.search(r'<pre id="rb-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"chromium rc={proc.returncode}; stderr tail: {proc.stderr[-2000:]}"
+    check = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    tables = {t["id"]: t for t in check["over"]}
+    assert {"t-impls", "t-0"} <= set(tables)
+    for tid in ("t-impls", "t-0"):
+        assert tables[tid]["over"] <= 1, (tid, check)  # no scrolling inside its box
+        assert tables[tid]["right"] <= check["body"] + 1, (tid, check)

@@ -41,7 +41,8 @@ def _write(run_dir: Path, requests_df, ops_df, meta, equivalence) -> str:
 
 def test_pass_report(tmp_path, requests_df, ops_df, meta, equivalence_ok) -> None:
     text = _write(tmp_path, requests_df, ops_df, meta, equivalence_ok)
-    assert text.startswith("# radixbench report: synthetic-smoke\n")
+    # the title states what ran (issue 31 item 11)
+    assert text.startswith("# radixbench report: synthetic-smoke — 300 requests\n")
     assert "## Equivalence: PASS" in text
     assert "identical `prefix_hit_tokens` for all 300 requests" in text
     assert "FAILED" not in text

@@ -46,14 +46,18 @@ def test_block_throughput_ratio_compares_durations_of_the_same_requests() -> Non
 
 
 def _points(ratios, los, xs=(10, 100, 1000, 10000)) -> pd.DataFrame:
-    return pd.DataFrame({"x": xs, "m_ratio": ratios, "m_lo": los})
+    his = [2 * r - lo for r, lo in zip(ratios, los, strict=True)]
+    return pd.DataFrame({"x": xs, "m_ratio": ratios, "m_lo": los, "m_hi": his})
 
 
 def test_crossover_first_point_above_the_line_and_log_interpolation() -> None:
-    c = crossover(_points([1.0, 1.005, 1.05, 1.2], [0.99, 0.99, 1.03, 1.1]), "m", "x")
+    c = crossover(_points([1.0, 1.005, 1.05, 1.2], [0.99, 0.99, 1.04, 1.1]), "m", "x")
     assert c["x_first"] == 1000 and c["x_max"] == 10000
-    # 1.01 lies 1/9 of the way from 1.005 to 1.05, in log x between 100 and 1000
-    assert c["x_interp"] == pytest.approx(10 ** (2 + 1 / 9))
+    # the line is the verdicts' bar, 1.03: 5/9 of the way from 1.005 to 1.05, in log x
+    # between 100 and 1000
+    assert c["x_interp"] == pytest.approx(10 ** (2 + 5 / 9))
+    # issue 31 item 6: one rule for every verdict: 2 % better is no crossover (it was, at 1 %)
+    assert crossover(_points([1.03] * 4, [1.02] * 4), "m", "x")["x_first"] is None
     # a point estimate above the line whose CI is not does not count
     assert crossover(_points([1.2] * 4, [1.0] * 4), "m", "x")["x_first"] is None
     below = crossover(_points([1.2] * 4, [1.1] * 4), "m", "x")
@@ -105,7 +109,7 @@ def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path, study_rows
     ttft = cross[cross["metric"] == "ttft_p50"].iloc[0]
     assert ttft["x_first"] == 10000
     text = (tmp_path / "study.md").read_text()
-    assert "> 1 % better from 10,000 evictable leaves" in text
+    assert "> 3% better from 10,000 evictable leaves" in text
     assert text.rstrip().endswith("## An extra section\n3 rows")  # after the method
     # the load of every point is stated, and the verdict warns when its largest point queues
     rows = [x for x in text.splitlines() if x.startswith("| ") and "| persistent-heap |" in x]

@@ -239,3 +239,24 @@ def test_hit_rate_text_covers_the_same_finished_requests() -> None:
     none_rejected = RunMeta(hit_rate_ceiling={"all": 0.3, "requests": 5, "rejected": 0})
     assert "rejected" not in str(hit_rate_text(0.2, none_rejected))
     assert "finished" not in str(hit_rate_text(0.2, RunMeta(hit_rate_ceiling={"all": 0.3})))
+
+
+def test_total_ratio_compares_the_same_number_of_calls() -> None:
+    """Issue 31 item 7: sglang made 3,000 inserts at the simulator's call site and radixbench
+    9,000 (6,000 inside its checkpoints): equal calls must not read as 3x faster."""
+    rows = []
+    for variant, impl, sites in (("h/linear/chain", "radixbench", ("", "checkpoint", "release")),
+                                 ("sglang/chain", "sglang", ("",))):  # fmt: skip
+        for parent in sites:
+            rows += [{"variant": variant, "impl": impl, "op": "insert", "ns": 100,
+                      "parent": parent}] * 3000  # fmt: skip
+    ops = pd.DataFrame(rows)
+    records = {"h/linear/chain": rb("h", "linear", "chain"),
+               "sglang/chain": {"impl": "sglang", "flatten": "chain"}}  # fmt: skip
+    vs = VariantSet(tuple(records), ("impl", "evictor", "matcher", "flatten"), records)
+    summary = op_summary(ops)
+    for table in (ops, None):  # at the common call sites, and per call from the summary
+        base = {"impl": "radixbench", "evictor": "h", "matcher": "linear", "flatten": "chain"}
+        out = speedups(summary, base, vs, table)
+        (row,) = out[out["op"] == "insert"].to_dict("records")
+        assert row["variant"] == "sglang/chain" and row["total_ratio"] == 1.0

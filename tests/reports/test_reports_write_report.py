@@ -1,4 +1,4 @@
-"""End-to-end tests for radixbench.reports.write_report."""
+"""End-to-end tests for radixbench.reports.pipeline.write_report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from radixbench.reports import write_report
+from radixbench.reports.pipeline import write_report
 from radixbench.reports.tables import read_table
 
 PLOT_NAMES = (
@@ -227,14 +227,29 @@ def test_svg_on_request_and_progress_on_stderr(
 
 
 def test_import_does_not_load_matplotlib() -> None:
-    """matplotlib is imported when a report is rendered, not by ``import radixbench.reports``
-    (the compare CLI imports it before its first simulated event)."""
+    """matplotlib is imported when a report is rendered, not by importing the pipeline (the
+    compare CLI imports it before its first simulated event)."""
     import subprocess
     import sys
 
-    code = "import sys, radixbench.reports; print('matplotlib' in sys.modules)"
+    code = "import sys, radixbench.reports.pipeline; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_package_imports_nothing() -> None:
+    """``import radixbench.reports`` loads no report module, no pandas and no tqdm, and a
+    module of it (the run record) loads what it needs, not the pipeline."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, radixbench.reports; a = sorted(m for m in sys.modules if m.startswith("
+        "('pandas', 'tqdm', 'radixbench.reports.'))); import radixbench.reports.record; "
+        "print(a, 'radixbench.reports.pipeline' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] False"
 
 
 def test_answer_html_renders_inline_code() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import msgspec
@@ -71,6 +72,17 @@ def test_log_holds_every_event_in_order(tmp_path: Path) -> None:
     assert times == sorted(times) and all(r["batch"][0] == r["sim_time_s"] for r in records)
 
 
+def test_stores_name_the_session_of_the_turn(tmp_path: Path) -> None:
+    """A multi-turn run: the requests carry their conversation's ``session_id`` from the
+    workload and every ``BlockStored`` their checkpoints publish names it (sglang 0.5.23:
+    ``InsertParams.session_id = req.session_id``)."""
+    _, log, seen = _run(tmp_path / "events.jsonl")
+    log.abort()
+    stores = [e for batch in seen for e in batch if type(e).__name__ == "BlockStored"]
+    sessions = {e.session_id for e in stores}
+    assert len(sessions) >= 4 and all(re.fullmatch(r"session-\d+", str(s)) for s in sessions)
+
+
 def test_abort_and_empty_leave_no_file(tmp_path: Path) -> None:
     log = KVEventLog(tmp_path / "a.jsonl")
     assert log.close() is None and not (tmp_path / "a.jsonl").exists()
@@ -90,12 +102,11 @@ def test_abort_and_empty_leave_no_file(tmp_path: Path) -> None:
 def test_round_trip_through_sglang_classes(tmp_path: Path, page: int) -> None:
     """Every batch decodes as sglang 0.5.23's ``KVEventBatch`` (msgspec, typed: tagged events,
     array-like batch) and re-encodes to the same bytes."""
-    from radixbench.cache.sglang_loader import SGLangLoadError
-    from radixbench.cache.sglang_unified import load_unified
+    from radixbench.cache.sglang import loaded_modules
 
     try:
-        kv = load_unified("sglang", "auto").modules["sglang.srt.disaggregation.kv_events"]
-    except SGLangLoadError as e:
+        kv = loaded_modules("sglang")["sglang.srt.disaggregation.kv_events"]
+    except ValueError as e:  # registry.ImplError: sglang cannot be loaded
         pytest.skip(str(e))
     path = tmp_path / "events.jsonl"
     _, log, _ = _run(path, page)

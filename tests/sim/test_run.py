@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 
 import pandas as pd
 import pytest
@@ -102,6 +103,47 @@ def test_interleaved_equals_sequential(trace100, small_cfg) -> None:
     for a, b in zip(seq, inter):
         pd.testing.assert_frame_equal(a.requests, b.requests)
         pd.testing.assert_frame_equal(a.ops[cols], b.ops[cols])
+
+
+class _Slices:
+    """A stand-in simulation: ``steps`` slices, each logged by name; ``result()`` its name."""
+
+    def __init__(self, name: str, steps: int, log: list[str]) -> None:
+        self.name, self.left, self.log = name, steps, log
+
+    def step(self, max_events: int) -> bool:
+        self.log.append(self.name)
+        self.left -= 1
+        return self.left > 0
+
+    def result(self) -> str:
+        return self.name
+
+
+def test_interleaving_counterbalances_the_order_of_each_round() -> None:
+    """Issue 31 item 6: a slice run right after identical code runs faster, so a fixed order
+    made the baseline (right after its A/A replica at every wrap) read faster than itself.
+    Rounds are shuffled (seeded), each followed by its reverse: every variant runs as often
+    right before as right after each other one."""
+    from radixbench.sim import run_interleaved
+
+    def rounds(seed: int, steps: tuple[int, ...] = (40,) * 5) -> list[list[str]]:
+        log: list[str] = []
+        sims = [_Slices(n, k, log) for n, k in zip("ABCDE", steps, strict=True)]
+        assert run_interleaved(sims, seed=seed) == list("ABCDE")  # type: ignore[arg-type]
+        return [log[i : i + 5] for i in range(0, len(log), 5)]
+
+    got = rounds(0)
+    assert len(got) == 40 and all(sorted(r) == list("ABCDE") for r in got)
+    assert len({tuple(r) for r in got}) > 5  # not one fixed order
+    assert all(got[i + 1] == got[i][::-1] for i in range(0, 40, 2))
+    before = {(r[i], r[i + 1]) for r in got for i in range(4)}
+    pairs = [pair for r in got for pair in itertools.pairwise(r)]
+    assert all(pairs.count((a, b)) == pairs.count((b, a)) for a, b in before)
+    assert rounds(0) == got and rounds(1) != got  # seeded
+    # a simulation that ends drops out of later rounds
+    short = [name for r in rounds(0, (40, 3, 40, 40, 40)) for name in r]
+    assert short.count("B") == 3 and len(short) == 4 * 40 + 3
 
 
 def test_paused_gc_pauses_then_restores_the_collector() -> None:

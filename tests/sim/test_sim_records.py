@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 
@@ -162,3 +164,31 @@ def test_a_log_read_mid_run_can_still_grow() -> None:
     for i in range(5000):  # grows the buffers: no view of them may outlive frame()
         log.append_row(("evict", i, 1.0, 2))
     assert len(first) == 1 and len(log.frame("v")) == 5001
+
+
+def _spin(ns: int) -> None:
+    end = time.perf_counter_ns() + ns
+    while time.perf_counter_ns() < end:
+        pass
+
+
+def test_a_timed_call_leaves_out_bookkeeping_nested_in_it() -> None:
+    """Issue 31 item 5: an adapter's bookkeeping (``untimed``) and the stats reads of timed
+    calls nested in a call are not the call's time. Each of 5 nested calls reads stats for
+    200 µs and runs 200 µs of untimed work; the outer call records well under that."""
+    rec = OpRecorder()
+    slow_stats = lambda: (_spin(200_000), (0, 0, 0))[1]  # noqa: E731
+    inner = rec.timed("insert", lambda: None, slow_stats, lambda: 0, lambda *_: 0)
+
+    def body() -> None:
+        for _ in range(5):
+            inner()
+            rec.untimed(_spin, 200_000)
+
+    outer = rec.timed("checkpoint", body, lambda: (0, 0, 0), lambda: 0, lambda *_: 0)
+    outer()
+    df = rec.frame("v")
+    ckpt = int(df.loc[df["op"] == "checkpoint", "ns"].iloc[0])
+    assert ckpt < 1_000_000, ckpt  # 2 ms of bookkeeping ran inside it
+    assert rec.take_charge_ns() == ckpt  # the coupled clock is charged what was recorded
+    assert rec.untimed(lambda x: x + 1, 1) == 2

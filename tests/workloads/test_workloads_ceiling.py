@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from radixbench.workloads import load_mooncake
-from radixbench.workloads.ceiling import hit_ceiling, prefix_hits
+from radixbench.workloads.ceiling import hit_ceiling, hit_rates, prefix_hits
 from radixbench.workloads.tokens import HashBlocks, block_tokens
 from radixbench.workloads.trace import TraceRequest
 
@@ -56,3 +56,12 @@ def test_bundled_mooncake_reference_figures() -> None:
 def test_empty_gives_nan() -> None:
     c = hit_ceiling([])
     assert c["all"] != c["all"]
+
+
+def test_hit_rates_over_all_and_the_warm_second_half() -> None:
+    """One rate for every ceiling (``hit_ceiling``, the replay's block ceiling): hit tokens
+    over input tokens, over all requests and from request ``len // 2`` on."""
+    assert hit_rates([1, 2, 3, 4], [2, 2, 4, 4]) == {"all": 10 / 12, "last_half": 7 / 8}
+    assert hit_rates([0, 5], [4, 10]) == {"all": 5 / 14, "last_half": 0.5}
+    empty = hit_rates([], [])
+    assert empty["all"] != empty["all"] and empty["last_half"] != empty["last_half"]  # NaN

@@ -129,3 +129,18 @@ def test_invalid_generator_parameters(cls, kwargs, needle) -> None:
 def test_unknown_generator() -> None:
     with pytest.raises(ValueError, match="unknown generator"):
         generate("nope", None, np.random.default_rng(0))
+
+
+def test_multi_turn_turns_name_their_session() -> None:
+    """Each turn carries its conversation's ``session_id`` (sglang's ``Req.session_id``, which
+    its KV events carry): one per session, the same on all of its turns."""
+    r = gen("multi-turn", MultiTurn(sessions=3, turns=4))
+    by_prompt: dict[tuple, set] = {}
+    for x in r:
+        by_prompt.setdefault(x.hash_ids[:32], set()).add(x.session_id)
+    assert sorted(s for ids in by_prompt.values() for s in ids) == [
+        "session-0",
+        "session-1",
+        "session-2",
+    ]
+    assert all(len(ids) == 1 for ids in by_prompt.values())

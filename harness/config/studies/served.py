@@ -51,7 +51,8 @@ def served_section(points: pd.DataFrame) -> list[str]:
                      _us(r["p50_ns"]), _us(r["p99_ns"]), f"{100 * r['share']:.1f} %",
                      _change(r, "throughput"), _change(r, "ttft_p50"),
                      "overloaded" if over else "served"])  # fmt: skip
-    last = df[df["point"] == df.loc[df["evictable_leaves"].idxmax(), "point"]]
+    largest = df["point"].iloc[int(df["evictable_leaves"].to_numpy().argmax())]
+    last = df[df["point"] == largest]
     best = str(last["best"].iloc[0])
     lines = [
         "## Against the best evictor (sglang as served, its patch, radixbench's evictors)",

@@ -326,8 +326,10 @@ def build_pair(
     ratio: float = 2.0,
     evictor: str = "heapify",
     prefetch_policy: str = "best_effort",
+    policy: str = "lru",
 ) -> tuple[Side, Side]:
-    """radixbench's tiered cache and sglang's served cache with HiCache, same settings."""
+    """radixbench's tiered cache (``evictor``) and sglang's served cache with HiCache, same
+    settings; ``policy``: the eviction policy of both tiers (``--radix-eviction-policy``)."""
     from radixbench.cache.allocator import ReqToTokenPool
     from radixbench.cache.config import CacheConfig
     from radixbench.cache.hicache import (
@@ -337,7 +339,7 @@ def build_pair(
         host_pool_tokens,
     )
     from radixbench.cache.paged_allocator import make_allocator
-    from radixbench.cache.sglang_hicache import ServedHiCache, load_hicache
+    from radixbench.cache.sglang.hicache import ServedHiCache, load_hicache
 
     dev = torch.device("cpu")
     st = (
@@ -348,7 +350,7 @@ def build_pair(
     hc = HiCacheConfig(
         write_policy, host_pool_tokens(device_tokens, page, ratio), storage=st, bytes_per_token=64
     )
-    cfg = CacheConfig(page_size=page, evictor=evictor, hicache=hc)
+    cfg = CacheConfig(page_size=page, evictor=evictor, policy=policy, hicache=hc)
     sides = []
     for which in ("radixbench", "sglang"):
         alloc = make_allocator(device_tokens, page, dev)

@@ -81,6 +81,7 @@ def _answer(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str])
     return code, out[out.index("answer:") :]
 
 
+@pytest.mark.sglang
 def test_after_a_divergence_the_answer_says_so_and_claims_nothing_identical(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -105,6 +106,7 @@ def test_after_a_divergence_the_answer_says_so_and_claims_nothing_identical(
     assert "Behaviour change (expected): sglang-legacy:MRURadixCache/numpy" in ans
 
 
+@pytest.mark.sglang
 def test_identical_code_gets_no_significant_difference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,7 +20,7 @@ def _help(argv: list[str], capsys, monkeypatch) -> dict[str, str]:
     helps: dict[str, str] = {}
     option = ""
     for line in out.splitlines():
-        m = re.match(r"  (-[\w-]+)(?:, --[\w-]+)?(?: \S+)?(?:  +(.*))?$", line)
+        m = re.match(r"  (-[\w-]+)(?: \S+?)?(?:, --[\w-]+(?: \S+)?)?(?:  +(.*))?$", line)
         if m:
             option = m[1]
             helps[option] = m[2] or ""

@@ -35,7 +35,11 @@ def test_under_hicache_the_reference_runs_with_the_baselines_setting() -> None:
     [
         (["--hicache-ratio", "0.5"], "--hicache-ratio"),
         (["--hicache-write-policy", "write_sometimes"], "--hicache-write-policy"),
-        (["--enable-hierarchical-cache", "--impl", "sglang-legacy"], "--enable-hierarchical-cache"),
+        pytest.param(
+            ["--enable-hierarchical-cache", "--impl", "sglang-legacy"],
+            "--enable-hierarchical-cache",
+            marks=pytest.mark.sglang,
+        ),
     ],
 )
 def test_bad_hicache_input_is_one_line_naming_the_flag(tmp_path, capsys, args, flag) -> None:

@@ -4,6 +4,7 @@ small for every request worded without contradicting itself."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,34 @@ def test_kv_capacity_below_every_request_is_worded_without_contradiction(
         "only requests with fewer tokens than the pool; use --kv-capacity 641 or more"
     )
     assert "needs" not in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "head"),
+    [
+        (["--start", "1e9"], "radixbench: error: --start 1e+09: past the end of the trace (its "),
+        (["--start", "10", "--window", "0.0001"],
+         "radixbench: error: --window 0.0001: no request arrives in [10, 10.0001) s (its "),
+    ],
+)  # fmt: skip
+def test_an_empty_selection_names_the_flag_and_the_traces_span(
+    argv: list[str], head: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31, item 11: ``--start`` past the trace named neither ``--start`` nor the span."""
+    out = tmp_path / "runs"
+    assert main(["compare", "mooncake-conversation", *argv, "--out", str(out)]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(head), line
+    assert re.search(r"its [\d,]+ requests arrive 0-[\d,]+\.\d s after the first\)$", line), line
+    assert not out.exists()
+
+
+def test_an_empty_selection_set_in_the_file_names_the_file(tmp_path: Path, capsys) -> None:
+    from radixbench.harness.config.scenario import bundled_scenarios
+
+    text = bundled_scenarios()["mooncake-conversation"].read_text()
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(text.replace("[arrivals]\n", "[arrivals]\nstart_s = 1e9\n", 1))
+    assert main(["compare", str(scenario), "--out", str(tmp_path / "runs")]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"radixbench: error: {scenario}: arrivals.start_s 1e+09: past the end")

@@ -89,7 +89,10 @@ def test_on_bad_line_skip_counts_lines(tmp_path: Path, capsys) -> None:
         # a file in no trace format: the Mooncake loader (the default) names file:line
         (["compare", "few-shot", "--trace", __file__], "test_cli_scenarios.py:1: invalid"),
         (["compare", "few-shot", "--on-bad-line", "ignore"], "--on-bad-line"),
-        (["compare", "few-shot", "--window", "0.001", "--start", "1e9"], "no request"),
+        (
+            ["compare", "few-shot", "--window", "0.001", "--start", "1e9"],
+            "--start 1e+09: past the end of the trace",
+        ),
     ],
 )
 def test_scenario_errors_are_one_line(argv, needle, tmp_path: Path, capsys) -> None:

@@ -195,6 +195,7 @@ def test_a_study_compares_implementations_with_impl(tmp_path, cluster) -> None:
     assert (pts["evict_calls"] > 0).all()
 
 
+@pytest.mark.sglang
 def test_impl_errors_are_one_line(tmp_path, capsys) -> None:
     path = _write(tmp_path, TINY)
     assert main(["study", str(path), "--impl", "sglang"]) == 2

@@ -21,9 +21,9 @@ from radixbench.cache.interface import (
     OpTimer,
     PrefixCache,
     TreeStats,
-    time_standard_ops,
 )
 from radixbench.cache.registry import ImplEntry, register_impl, unregister_impl
+from radixbench.cache.timing import time_standard_ops
 from radixbench.harness.cli import main
 from radixbench.reports.tables import read_table
 
@@ -33,6 +33,8 @@ LABEL = "toy/always-miss"
 class AlwaysMiss:
     """A prefix cache that caches nothing: every match misses, every insert keeps nothing,
     a request keeps its whole KV row until it is released."""
+
+    tiers = None  # one tier: no HiCache entry points
 
     def __init__(self, pool: Any, allocator: Any, config: Any) -> None:
         self.page_size = config.page_size

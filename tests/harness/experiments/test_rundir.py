@@ -52,12 +52,47 @@ def test_sigterm_leaves_no_temporary_folder(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "radixbench.harness", "compare", "mooncake-conversation",
            "--requests", "400", "--out", str(out), "--no-progress"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # the run folder appears once the simulation is done
     while time.monotonic() < deadline and not list(out.glob(".tmp-*")):
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.05)
+    assert list(out.glob(".tmp-*")), "the temporary run folder never appeared"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
     assert "terminated; no run folder was written" in err
     assert not list(out.glob(".tmp-*")) and not list(out.iterdir())
+
+
+def test_a_full_disk_names_the_path_and_leaves_nothing(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 31, item 11: an OSError while the run is written (ENOSPC from a table writer,
+    which names no file) said '[Errno 28] No space left on device' and nothing else."""
+    import errno
+
+    import pandas as pd
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    out = tmp_path / "runs"
+    argv = ["compare", "prefix-repetition", "--requests", "20", "--evictors", "heapify",
+            "--matchers", "linear", "--reference", "none", "--out", str(out), "--no-progress",
+            "--no-aa"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"radixbench: error: {out}/"), err
+    assert err[0].endswith(": cannot write the run (No space left on device); nothing was written")
+    assert ".tmp" not in err[0]
+    assert list(out.iterdir()) == []  # neither the run nor its temporary folder
+
+
+def test_a_write_error_naming_its_file_names_it_in_the_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError) as info, AtomicRunDir(tmp_path, "r") as run:
+        raise PermissionError(13, "Permission denied", str(run.tmp / "plots" / "a.png"))
+    assert str(info.value) == (
+        f"{tmp_path / 'r' / 'plots' / 'a.png'}: cannot write the run (Permission denied); "
+        "nothing was written"
+    )
+    assert list(tmp_path.iterdir()) == []

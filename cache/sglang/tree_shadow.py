@@ -1,0 +1,213 @@
+"""A shadow of a unified tree core's shape, for a core without node objects (the Rust core).
+
+sglang 0.5.23's Rust tree core (``mem_cache/rust_tree_core/adapter.py``) hands out integer node
+ids only: ``root_node`` and ``node_by_id`` raise (``adapter.py:524-531``), and nothing reports the
+node count or the evictable-leaf count, which radixbench records before every timed operation
+(``PrefixCache.tree_stats``), nor the children of a node (``PrefixCache.walk``). ``TreeShadow``
+keeps them from what the core does report, through the backend-neutral interface:
+
+* new nodes: after an ``insert`` / ``match_prefix`` whose resulting node is new, one
+  ``collect_path_info([node])`` (``unified_tree_core_interface.py``; each ``TreePathNodeInfo``
+  gives a path node's id and parent) and the first KV slot of each new node
+  (``get_component_device_value(node, FULL)``): a new node whose first slot is that of an
+  existing child ``X`` of its parent is the upper half of a split of ``X`` (a split keeps the
+  child's id for the lower half and copies its lock, ``unified_tree_core.py:_split_node``), any
+  other new node is a new leaf;
+* locks: every ``inc_lock_ref`` / ``dec_lock_ref`` adds +1 / -1 along the node's root path;
+* evictions: every victim leaves its parent (found by wrapping the cache's
+  ``_evict_device_leaf``, ``unified_radix_cache.py:918``).
+
+With HiCache (``tiered``) the shadow is the tree's device-resident part, the nodes whose FULL
+device value is present (a device leaf there is a leaf of ``evictable_device_leaves``'s
+kind, ``_is_device_leaf``): a victim leaves it only once it is deleted or host-only after the
+call (``is_full_device_evicted``; a write-back victim whose backup found no host room stays),
+and a load back's node (``on_node``) brings its path back.
+
+Events are queued (O(1) each) and applied by ``sync()``, which the adapter calls before every
+SGLang call and in ``stats()``, so a new node is always looked up in the state right after the
+operation that made it. ``stats()`` is then O(1) (node count, evictable-leaf count); a node is
+an evictable leaf when unlocked, childless and not the root, as ``evictable_device_leaves``
+(``unified_tree_core.py:1595``). Children are kept in the order they appeared, a split's upper
+half in its lower half's place: the Python core's dict order (the Rust core keeps children in a
+randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it has no order to follow).
+Cost per new node: two or three calls into the core; nothing else queries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class TreeShadow:
+    """Parent links, children (by first KV slot, in order), lock counts and the evictable-leaf
+    set of a tree core, keyed by the core's node ids. ``core``: the tree core
+    (``collect_path_info``, ``get_component_device_value``); ``full``: ``ComponentType.FULL``."""
+
+    def __init__(self, core: Any, full: Any, root: int, tiered: bool = False) -> None:
+        self.core = core
+        self.full = full
+        #: HiCache: the shadow keeps the device-resident nodes only; a victim of
+        #: ``_evict_device_leaf`` may stay (a write-back whose backup found no room) or stay as
+        #: a host-only node, and ``on_node`` after a load back brings nodes back
+        self.tiered = tiered
+        self.reset(root)
+
+    def reset(self, root: int) -> None:
+        """Forget everything: an empty tree under ``root``."""
+        self.root = root
+        self.parent: dict[int, int] = {}
+        self.kids: dict[int, dict[int, int]] = {root: {}}
+        self.first: dict[int, int] = {}
+        self.lock: dict[int, int] = {root: 1}
+        self.evictable: set[int] = set()
+        self.queue: list[tuple[str, int, int]] = []
+        #: HiCache: locks of nodes not on the device yet (a load back), until they join
+        self.pending_lock: dict[int, int] = {}
+        #: the first node id :meth:`discover` probes
+        self.probe = root + 1
+
+    # ------------------------------------------------------------------ events
+    def on_node(self, node: int) -> None:
+        """An insert / match ended on ``node`` (maybe a new one)."""
+        if node not in self.kids:
+            self.queue.append(("node", node, 0))
+
+    def on_lock(self, node: int, delta: int) -> None:
+        self.queue.append(("lock", node, delta))
+
+    def on_evict(self, node: int) -> None:
+        self.queue.append(("evict", node, 0))
+
+    def sync(self) -> None:
+        """Apply the queued events in order (queries the core for new nodes)."""
+        queue, self.queue = self.queue, []
+        for kind, node, delta in queue:
+            if kind == "node":
+                self._add_path(node)
+            elif kind == "lock":
+                self._lock(node, delta)
+            else:
+                self._evict(node)
+
+    # ------------------------------------------------------------------ state
+    def _first_slot(self, node: int) -> int:
+        return int(self.core.get_component_device_value(node, self.full)[0])
+
+    def _refresh(self, node: int) -> None:
+        if node != self.root and self.lock[node] == 0 and not self.kids[node]:
+            self.evictable.add(node)
+        else:
+            self.evictable.discard(node)
+
+    def _add_path(self, end: int) -> None:
+        if end in self.kids:
+            return
+        (path,) = self.core.collect_path_info([end])
+        for info in path:
+            node, parent = int(info.node_id), int(info.parent_id)
+            if node in self.kids:
+                continue
+            value = self.core.get_component_device_value(node, self.full)
+            if value is None:  # HiCache: host-only (a load back not yet committed) from here
+                return
+            slot = int(value[0])
+            siblings = self.kids[parent]
+            old = siblings.get(slot)
+            self.parent[node] = parent
+            self.first[node] = slot
+            siblings[slot] = node  # a split's upper half takes its lower half's place
+            if old is None:  # a new leaf (locks taken while it was not on the device)
+                self.kids[node] = {}
+                self.lock[node] = self.pending_lock.pop(node, 0)
+                self._refresh(parent)
+            else:  # the upper half of a split of ``old``
+                new_first = self._first_slot(old)
+                self.kids[node] = {new_first: old}
+                self.parent[old] = node
+                self.first[old] = new_first
+                self.lock[node] = self.lock[old]
+            self._refresh(node)
+
+    def _lock(self, node: int, delta: int) -> None:
+        if node not in self.lock:  # locked inside the call that made it (a HiCache backup)
+            self._add_path(node)
+        if node not in self.lock:  # HiCache: a node being loaded back, not on the device yet
+            (path,) = self.core.collect_path_info([node])
+            node = self.root  # the path lists the root's descendants only
+            for info in reversed(path):
+                n = int(info.node_id)
+                if n in self.lock:
+                    node = n
+                    break
+                self.pending_lock[n] = self.pending_lock.get(n, 0) + delta
+        while True:
+            self.lock[node] += delta
+            if delta < 0 and self.lock[node] < 0:
+                raise RuntimeError(f"shadow: lock count of node {node} went negative")
+            self._refresh(node)
+            if node == self.root:
+                return
+            node = self.parent[node]
+
+    def discover(self, window: int = 8) -> None:
+        """HiCache: add the device-resident nodes made without an event (a storage prefetch's
+        host insert that splits a device node, inside ``check_hicache_events``): the Rust core
+        mints node ids in order, so the ids after the newest one seen are probed until
+        ``window`` in a row do not exist."""
+        self.sync()
+        nid, misses = self.probe, 0
+        while misses < window:
+            try:
+                self.core.collect_path_info([nid])
+            except KeyError:
+                misses += 1
+            else:
+                misses = 0
+                self._add_path(nid)
+                self.probe = nid + 1
+            nid += 1
+
+    def exists(self, node: int) -> bool:
+        """Whether the core still has ``node`` (``collect_path_info`` raises ``KeyError`` for
+        a deleted one)."""
+        try:
+            self.core.collect_path_info([node])
+        except KeyError:
+            return False
+        return True
+
+    def _on_device(self, node: int) -> bool:
+        """Whether ``node`` still holds its FULL device value (HiCache): not when it was
+        deleted or is host-only now."""
+        return self.exists(node) and not self.core.is_full_device_evicted(node)
+
+    def _evict(self, node: int) -> None:
+        if node not in self.parent or (self.tiered and self._on_device(node)):
+            return  # already gone from the device, or kept (a declined write-back)
+        parent = self.parent.pop(node)
+        del self.kids[parent][self.first.pop(node)]
+        del self.kids[node], self.lock[node]
+        self.evictable.discard(node)
+        self._refresh(parent)
+
+    # ------------------------------------------------------------------ reads
+    def stats(self) -> tuple[int, int]:
+        """``(nodes excluding the root, evictable leaves)`` after ``sync()``; O(1)."""
+        self.sync()
+        return len(self.parent), len(self.evictable)
+
+    def lock_count(self, node: int) -> int:
+        self.sync()
+        return self.lock[node]
+
+    def walk(self, node_id: Callable[[int], int]) -> Iterator[tuple[int, int]]:
+        """``(id, parent id)`` depth first, children in order, ids mapped by ``node_id``."""
+        self.sync()
+        stack = list(reversed(self.kids[self.root].values()))
+        while stack:
+            node = stack.pop()
+            yield node_id(node), node_id(self.parent[node])
+            kids = self.kids[node]
+            if kids:
+                stack.extend(reversed(kids.values()))
