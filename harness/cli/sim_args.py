@@ -53,11 +53,14 @@ def add_simulation_arguments(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument(
         "--cost-model",
-        metavar="NAME|PATH.toml",
+        metavar="NAME|PATH.toml|aic[:...]",
         help=lazy_help(
             lambda: (
-                "step-time model: linear, a preset "
-                f"({', '.join(radixbench_module('sim.cost').preset_names())}) or a TOML file"
+                "step-time model: a preset "
+                f"({', '.join(radixbench_module('sim.cost').preset_names())}: AIConfigurator's "
+                "measured kernels where it has data, H100/H200; the roofline otherwise), "
+                "roofline:PRESET, aic[:PRESET|MODEL@[TPx]SYSTEM/FRAMEWORK-VERSION], linear or "
+                "a TOML file"
             )
         ),
     )

@@ -32,6 +32,7 @@ from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.cost import cost_info
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.trace import check_bad_line_policy
@@ -223,6 +224,7 @@ def run_compare(
         chunked_prefill_size=sim.chunked_prefill_size,
         cost_model=getattr(sim.cost, "name", type(sim.cost).__name__),
         batch_builder=sim.batch_builder,
+        cost_source=cost_info(sim.cost),
         baseline=dict(spec.baseline) if spec.baseline else None,
         reference=spec.scenario.reference,
         reference_note=spec.scenario.reference_note,

@@ -29,10 +29,11 @@ from radixbench.harness.experiments.compare import CompareSpec, run_compare
 from radixbench.harness.experiments.dask_runner import run_points
 from radixbench.harness.experiments.rundir import AtomicRunDir, environment
 from radixbench.reports.diagnostics import load_check
-from radixbench.reports.study import point_rows
+from radixbench.reports.study import FAMILIES, point_rows
 from radixbench.reports.tables import read_table
+from radixbench.sim.cost import cost_info
 
-__all__ = ["StudyOutcome", "run_point", "run_study"]
+__all__ = ["StudyOutcome", "best_variant", "run_point", "run_study"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def run_point(
         full_report=False,
     )
     tables = {t: read_table(out.run_dir, t) for t in ("requests", "ops", "timeseries")}
+    own = [base, *cands[: len(spec.candidates)]]  # the family's own algorithms (radixbench's)
     rows = point_rows(
         tables["requests"],
         tables["ops"],
@@ -72,11 +74,14 @@ def run_point(
         baseline=base,
         candidates=cands,
         seed=spec.seed,
+        best=best_variant(tables["ops"], FAMILIES[spec.family][1], own) if cands else None,
     )
     label = {base: spec.baseline, **dict(zip(cands, spec.labels(scenario), strict=True))}
     for r in rows:  # name rows by the family's axis value; keep the full variant names
         r["baseline_variant"], r["candidate_variant"] = r["baseline"], r["candidate"]
         r["baseline"], r["candidate"] = label[r["baseline"]], label[r["candidate"]]
+        if "best" in r:
+            r["best"] = label[r["best"]]
     loads = load_check(tables["requests"], tables["timeseries"], out.meta)
     meta = {
         "point": i,
@@ -89,6 +94,15 @@ def run_point(
         "point_wall_s": round(time.perf_counter() - t0, 1),
     }
     return [{**meta, **{f"param:{k}": v for k, v in spec.points[i].items()}, **r} for r in rows]
+
+
+def best_variant(ops: pd.DataFrame, op: str, variants: list[str]) -> str:
+    """The one of ``variants`` whose median ``op`` call is fastest in ``ops`` (the study's
+    "best evictor" / matcher of a point; chosen on the op's own time, not on the serving
+    metrics it is then compared by). A variant without calls counts as slowest."""
+    sel = ops[(ops["op"] == op) & ops["variant"].isin(variants)]
+    med = sel.groupby("variant")["ns"].median()
+    return min(variants, key=lambda v: float(med.get(v, float("inf"))))
 
 
 def run_study(
@@ -126,6 +140,9 @@ def run_study(
                 for f in dataclasses.fields(spec)
                 if f.name != "sections"
             },
+            "cost_model": cost_info(
+                load_scenario(spec.scenario, spec.overrides(0, extra)).sim.cost
+            ),
             "wall_s": round(time.perf_counter() - started, 1),
             "load_avg_1min": (round(load_start, 1), round(os.getloadavg()[0], 1)),
             "environment": environment(),
