@@ -1,8 +1,11 @@
 """The sections of ``BENCHMARKS.md``: ``bench sim`` writes its ``Simulator speed`` section
 between :data:`START` and :data:`END`, ``bench served`` its ``SGLang as served`` section between
-:data:`SERVED_START` and :data:`SERVED_END`, each leaving the rest of the file as it was
-(:func:`write_section`); ``bench cache`` and ``bench alloc`` rewrite the whole file and keep
-both sections after their text (:func:`write_document`). Every write is atomic, with the mode
+:data:`SERVED_START` and :data:`SERVED_END`, ``bench cost`` its ``Step times`` section between
+:data:`COST_START` and :data:`COST_END`, each leaving the rest of the file as it was
+(:func:`write_section`); between :data:`ANSWERS_START` and :data:`ANSWERS_END` lie hand-written
+figures (the answers under AIC and under the roofline, side by side); ``bench cache`` and
+``bench alloc`` rewrite the whole file and keep those sections after their text
+(:func:`write_document`). Every write is atomic, with the mode
 a plain write would give (``reports._atomic.atomic_paths``)."""
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from radixbench.bench.sim import SimBench, lines
 from radixbench.reports._atomic import atomic_paths
 
 __all__ = [
-    "END", "PEERS_END", "PEERS_START", "SERVED_END", "SERVED_START", "START", "markdown",
+    "ANSWERS_END", "ANSWERS_START", "COST_END", "COST_START", "END", "PEERS_END",
+    "PEERS_START", "SERVED_END", "SERVED_START", "START", "markdown",
     "with_section_of",
     "write_document", "write_section",
 ]  # fmt: skip
@@ -24,8 +28,15 @@ SERVED_START = "<!-- bench-served:start -->"
 SERVED_END = "<!-- bench-served:end -->"
 PEERS_START = "<!-- bench-peers:start -->"
 PEERS_END = "<!-- bench-peers:end -->"
+COST_START = "<!-- bench-cost:start -->"
+COST_END = "<!-- bench-cost:end -->"
+ANSWERS_START = "<!-- cost-answers:start -->"
+ANSWERS_END = "<!-- cost-answers:end -->"
 #: The kept sections, as ``(start, end)`` markers, in the order :func:`with_section_of` appends.
-SECTIONS = ((START, END), (SERVED_START, SERVED_END), (PEERS_START, PEERS_END))
+SECTIONS = (
+    (START, END), (SERVED_START, SERVED_END), (PEERS_START, PEERS_END),
+    (COST_START, COST_END), (ANSWERS_START, ANSWERS_END),
+)  # fmt: skip
 
 
 def markdown(b: SimBench, command: str) -> str:
@@ -61,10 +72,10 @@ def write_section(path: Path, section: str, start: str = START, end: str = END) 
 
 
 def with_section_of(path: Path, text: str) -> str:
-    """``text`` followed by the ``Simulator speed`` and ``SGLang as served`` sections ``path``
-    holds now (each left out when the file or the section is missing): so that ``bench cache``
+    """``text`` followed by the sections of :data:`SECTIONS` that ``path`` holds now (each
+    left out when the file or the section is missing): so that ``bench cache``
     / ``bench alloc``, which rewrite the whole file, keep the figures of the last ``bench
-    served`` and ``bench sim``. Reads only."""
+    served``, ``bench sim`` and ``bench cost`` and the hand-written answers. Reads only."""
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     for start, end in SECTIONS:
         section = _section(old, start, end)

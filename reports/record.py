@@ -56,7 +56,9 @@ class RunMeta:
     ``implementations``: the Implementations table's entries (label, spec, version, origin,
     class, files, reference...). ``hit_rate_ceiling`` / ``hit_rate_belady``: the bounds the
     report shows. ``spec``: the whole configuration as JSON (the config hash is over it).
-    ``command_line``: the words that reproduce the run (``radixbench compare ...``).
+    ``cost_model`` / ``cost_source``: the step-time model's name, and its kind, data source, data
+    version and system (``radixbench.sim.cost.cost_info``). ``command_line``: the words that
+    reproduce the run (``radixbench compare ...``).
     ``batch_builder``: whether every step built its ``ScheduleBatch`` (timed; ``False``:
     ``--no-batch-builder``, rows written only; ``None``: no scheduler ran, or not recorded).
     ``extra``: further keys (a study point's, a sweep cell's), shown as run rows."""
@@ -75,6 +77,7 @@ class RunMeta:
     chunked_prefill_size: int | None = None
     cost_model: str | None = None
     batch_builder: bool | None = None
+    cost_source: dict[str, Any] | None = None
     baseline: dict[str, str] | None = None
     reference: str = ""
     reference_note: str = ""

@@ -15,6 +15,7 @@ from radixbench.reports.record import RunMeta
 
 __all__ = [
     "config_hash",
+    "cost_source_text",
     "environment_rows",
     "hit_rate_text",
     "run_rows",
@@ -115,6 +116,8 @@ def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
     rows += [(label, str(v)) for label, v in named if v is not None]
     if meta.batch_builder is not None:
         rows.append(("ScheduleBatch builder", _BUILDER_NOTES[meta.batch_builder]))
+    if meta.cost_source:
+        rows.append(("cost model data", cost_source_text(meta.cost_source)))
     if meta.baseline:
         rows.append(("baseline", _show(meta.baseline)))
     rows.append(("skipped malformed trace lines", _count(meta.skipped_lines)))
@@ -127,6 +130,19 @@ def run_rows(meta: RunMeta) -> list[tuple[str, str]]:
         rows.append(("torch threads", _show(meta.torch_threads)))
     rows.extend((str(k), _show(v)) for k, v in meta.extra.items() if not _empty(v))
     return rows
+
+
+def cost_source_text(info: Mapping[str, Any]) -> str:
+    """The cost model's data source, version and system in one line (``cost_info``'s keys:
+    ``kind``, ``source``, ``framework``, ``version``, ``data_versions``, ``system``, ``tp``)."""
+    parts = [f"{info.get('kind', '?')}: {info.get('source', 'n/a')}"]
+    if info.get("version"):
+        data = f" (by op: {info['data_versions']})" if info.get("data_versions") else ""
+        parts.append(f"{info.get('framework', '')} {info['version']} data{data}".strip())
+    if info.get("system"):
+        tp = f", TP {info['tp']}" if info.get("tp") else ""
+        parts.append(f"system {info['system']}{tp}")
+    return "; ".join(parts)
 
 
 def _empty(value: Any) -> bool:

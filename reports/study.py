@@ -18,6 +18,9 @@ variant, compared with the family's baseline variant:
   and the throughput ratio candidate / baseline (:func:`block_throughput_ratio`). A ratio > 1
   means the candidate is better; every interval is a 95 % percentile bootstrap (1,000
   resamples, seeded, deterministic);
+* against the **best evictor** (``best``: the family's own variant with the lowest median op
+  time at the point, chosen by the harness): each variant's throughput and TTFT p50, variant /
+  best, paired by request, 95 % bootstrap intervals; and the op's p99 per variant;
 * the **share of step time** in cache operations: simulated step time is the cost model's
   forward time plus (coupled clock) the measured CPU time of the step's top-level cache
   operations and batch builds; ``cache_share`` = that measured time / step time, ``op_share``
@@ -167,13 +170,15 @@ def point_rows(
     candidates: Sequence[str],
     seed: int = 0,
     n_resamples: int = 1000,
+    best: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per candidate of one study point (see the module docstring for every column).
 
     ``requests`` / ``ops`` / ``timeseries``: the point's per-request, per-op and per-step
-    tables (docs/CONTRACTS.md); ``baseline`` / ``candidates``: variant names present in them.
-    Pure: mutates nothing. ``ValueError`` on an unknown family or a variant absent from
-    ``requests``.
+    tables (docs/CONTRACTS.md); ``baseline`` / ``candidates``: variant names present in them;
+    ``best``: a variant to set every other against as well (the ``*_vs_best`` columns of
+    :func:`_vs_best`; None: none). Pure: mutates nothing. ``ValueError`` on an unknown family
+    or a variant absent from ``requests``.
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown study family {family!r}; known: {', '.join(FAMILIES)}")
@@ -206,6 +211,8 @@ def point_rows(
             **q,
             "op_base_ns": float(base_ops.loc[base_ops["op"] == op, "ns"].median()),
             "op_cand_ns": float(cand_ops.loc[cand_ops["op"] == op, "ns"].median()),
+            "op_p99_base_ns": _p99(base_ops.loc[base_ops["op"] == op, "ns"]),
+            "op_p99_cand_ns": _p99(cand_ops.loc[cand_ops["op"] == op, "ns"]),
             "ttft_p50_base_s": float(np.median(tb)) if tb.size else np.nan,
             "ttft_p50_cand_s": float(np.median(tc)) if tc.size else np.nan,
             "ttft_p99_base_s": float(np.quantile(tb, 0.99)) if tb.size else np.nan,
@@ -235,8 +242,38 @@ def point_rows(
         }
         for name, (r, lo, hi) in stats.items():
             row[f"{name}_ratio"], row[f"{name}_lo"], row[f"{name}_hi"] = r, lo, hi
+        if best is not None:
+            for who, variant in (("base", baseline), ("cand", cand)):
+                row.update(_vs_best(done, best, variant, who, kw))
         rows.append(row)
     return rows
+
+
+def _p99(ns: pd.Series) -> float:
+    return float(ns.quantile(0.99)) if len(ns) else float("nan")
+
+
+def _vs_best(
+    done: pd.DataFrame, best: str, variant: str, who: str, kw: dict[str, Any]
+) -> dict[str, Any]:
+    """``variant`` against ``best`` over the same finished requests (paired by ``rid``):
+    ``best`` = the name; ``<who>_throughput_vs_best_{ratio,lo,hi}`` (variant / best, the block
+    bootstrap) and ``<who>_ttft_p50_vs_best_{ratio,lo,hi}`` (variant / best: > 1 = slower),
+    95 % intervals."""
+    pair = done[done["variant"] == best].merge(
+        done[done["variant"] == variant], on="rid", suffixes=("_b", "_c")
+    )
+    thr = block_throughput_ratio(
+        pair["arrival_s_b"].to_numpy(), pair["finish_s_b"].to_numpy(),
+        pair["finish_s_c"].to_numpy(), **kw,
+    )  # fmt: skip
+    tb, tc = pair["ttft_s_b"].to_numpy(), pair["ttft_s_c"].to_numpy()
+    ttft = bootstrap_ratio(tc, tb, paired=True, **kw)
+    out: dict[str, Any] = {"best": best}
+    for name, (r, lo, hi) in (("throughput", thr), ("ttft_p50", ttft)):
+        out |= {f"{who}_{name}_vs_best_ratio": r, f"{who}_{name}_vs_best_lo": lo,
+                f"{who}_{name}_vs_best_hi": hi}  # fmt: skip
+    return out
 
 
 def _quantile(q: float) -> Callable[..., np.ndarray]:

@@ -29,6 +29,7 @@ from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.markdown import markdown_table
 from radixbench.reports.plotaxes import log_ticks
 from radixbench.reports.study import FAMILIES, METRICS, crossover
+from radixbench.reports.study_best import draw_best_panels
 from radixbench.reports.tables import write_table
 from radixbench.reports.verdicts import MIN_EFFECT
 
@@ -75,13 +76,20 @@ def plot_study(
     """2 x 2 figure: TTFT p50, TTFT p99 and throughput ratio (candidate better > 1) with 95 %
     CI bands vs the quantity (log x; a ratio panel reaching above 3 gets a log y axis with at
     least 3 labelled ticks), the 1 + MARGIN line and each candidate's crossover; and the share
-    of step time in cache operations. Returns the PNG path (an SVG lies beside it)."""
+    of step time in cache operations. Rows with a ``best`` column get a third column of panels
+    (:func:`radixbench.reports.study_best.draw_best_panels`: the op's p50 / p99 per curve, the
+    throughput change against the best). Returns the PNG path (an SVG lies beside it)."""
     family = str(meta["family"])
     x = FAMILIES[family][2]
-    fig = Figure(figsize=(12, 8.5))
-    axes = fig.subplots(2, 2).ravel()
+    best = "best" in points  # every curve also against the best: two more panels
+    fig = Figure(figsize=(18 if best else 12, 8.5))
+    grid = fig.subplots(2, 3 if best else 2)
+    axes = grid[:, :2].ravel()
     df = points.dropna(subset=[x]).sort_values(x)
-    colors = dict(zip(df["candidate"].unique(), ("C0", "C1", "C2", "C3", "C4"), strict=False))
+    colors = {c: f"C{i % 10}" for i, c in enumerate(df["candidate"].unique())}
+    if best:
+        fam = FAMILIES[family]
+        draw_best_panels(grid[0, 2], grid[1, 2], points, x, fam[3], fam[1], colors)
     for ax, metric in zip(axes[:3], _PLOT_METRICS, strict=True):
         top = 1.05
         for cand, d in df.groupby("candidate", sort=False):
@@ -244,6 +252,15 @@ def _table(points: pd.DataFrame, family: str) -> str:
     return markdown_table(head, rows)
 
 
+def _cost_lines(info: Any) -> list[str]:
+    """The Method's line naming the step-time model (``meta["cost_model"]``: ``cost_info``)."""
+    if not isinstance(info, Mapping):
+        return []
+    from radixbench.reports.runmeta import cost_source_text
+
+    return [f"Step times: {info.get('name', '?')} — {cost_source_text(info)}.", ""]
+
+
 def write_study(
     run_dir: Path,
     points: pd.DataFrame,
@@ -306,6 +323,7 @@ def write_study(
         "crosses the line. Cache share: measured CPU time of cache operations and batch "
         "builds / simulated step time, over the window.",
         "",
+        *_cost_lines(meta.get("cost_model")),
         f"Wall time: {meta.get('wall_s', '?')} s; load average (1 min) at start / end: "
         f"{' / '.join(map(str, meta.get('load_avg_1min', ('?', '?'))))} on "
         f"{env.get('cores', '?')} cores (a loaded machine inflates every measured CPU time, "

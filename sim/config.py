@@ -13,10 +13,13 @@ from radixbench.cache.impls import RADIXBENCH
 from radixbench.cache.matcher import MATCHERS
 from radixbench.cache.policy import POLICIES
 from radixbench.cache.registry import check_spec, default_label
-from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model
+from radixbench.sim.cost import LinearCostModel, RooflineCostModel, cost_info, load_cost_model
+from radixbench.sim.cost_aic import AicCostModel
 from radixbench.sim.sched_policy import SCHED_POLICIES
 
-CostModelT: TypeAlias = LinearCostModel | RooflineCostModel
+CostModelT: TypeAlias = LinearCostModel | RooflineCostModel | AicCostModel
+#: The cost models that know the deployment's memory (KV bytes per token, weights, TP).
+_MEMORY_MODELS = (RooflineCostModel, AicCostModel)
 DEFAULT_COST_MODEL = "llama-3.1-8b-h100"
 
 FLATTENERS_NAMES = ("sum", "chain", "numpy")
@@ -183,7 +186,7 @@ class SimConfig:
 
     kv_capacity_tokens: KV slots in the pool (one token each); replaced, when ``gpu_mem_gb`` is
     given, by what fits in that memory per GPU after the weights (``cost.kv_capacity_tokens``,
-    needs a roofline cost model). max_running: cap on running requests (also the
+    needs a preset cost model: roofline or AIC). max_running: cap on running requests (also the
     ``req_to_token`` rows). max_prefill_tokens: token budget of one prefill step.
     chunked_prefill_size: tokens per prefill chunk (None = no chunking; a longer request is then
     admitted alone; a multiple of page_size, as SGLang asserts). max_context_len_tokens: longest
@@ -228,7 +231,8 @@ class SimConfig:
     retract_decode_steps: int = 20
     batch_builder: bool = field(default=True, metadata=_record("batch_builder"))
     cost: CostModelT = field(
-        default_factory=_default_cost, metadata=_record("", cost_model=_cost_name)
+        default_factory=_default_cost,
+        metadata=_record("", cost_model=_cost_name, cost_source=cost_info),
     )
     hicache: HiCacheSim | None = None
 
@@ -273,8 +277,10 @@ class SimConfig:
         if self.clock not in CLOCKS:
             raise ValueError(f"unknown clock mode {self.clock!r}; known: {', '.join(CLOCKS)}")
         if self.gpu_mem_gb is not None:
-            if not isinstance(self.cost, RooflineCostModel):
-                raise ValueError("gpu_mem_gb needs a roofline cost model (KV bytes per token)")
+            if not isinstance(self.cost, _MEMORY_MODELS):
+                raise ValueError(
+                    "gpu_mem_gb needs a preset cost model, roofline or AIC (KV bytes per token)"
+                )
             object.__setattr__(
                 self, "kv_capacity_tokens", self.cost.kv_capacity_tokens(self.gpu_mem_gb)
             )
@@ -285,9 +291,9 @@ class SimConfig:
         if self.hicache is not None and not self.hicache.enabled:
             object.__setattr__(self, "hicache", None)
         if self.hicache is not None:
-            if not isinstance(self.cost, RooflineCostModel):
+            if not isinstance(self.cost, _MEMORY_MODELS):
                 raise ValueError(
-                    "--enable-hierarchical-cache: needs a roofline cost model (--cost-model "
+                    "--enable-hierarchical-cache: needs a preset cost model (--cost-model "
                     "PRESET: KV bytes per token and the host link); the linear model has none"
                 )
             self.hicache_for(None)  # sizes the host pool: raises on a bad size
@@ -296,7 +302,7 @@ class SimConfig:
     def hicache_bytes_per_token(self) -> int:
         """KV bytes of one token on one rank (all layers over ``tp``): a host / storage copy."""
         cost = self.cost
-        assert isinstance(cost, RooflineCostModel)
+        assert isinstance(cost, _MEMORY_MODELS)
         return max(1, cost.kv_bytes_per_token // cost.tp)
 
     @property

@@ -34,7 +34,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from radixbench.sim.cost_aic import AicCostModel
 
 
 class CostModel(Protocol):
@@ -109,7 +112,8 @@ class RooflineCostModel:
     (0, 1]; step_overhead_s: fixed per-step time (launches, sampling, scheduler);
     host_link_bytes_s: the device<->host link per GPU (B/s, one direction), what HiCache's
     backups and load-backs cross (``[host_link] bytes_s`` of a preset; used only with
-    ``--enable-hierarchical-cache``).
+    ``--enable-hierarchical-cache``); source: where the efficiencies come from (a calibrated
+    preset's ``[calibration]`` device and date; empty: datasheet peaks and estimates).
     """
 
     name: str
@@ -127,11 +131,14 @@ class RooflineCostModel:
     bw_eff: float
     step_overhead_s: float
     host_link_bytes_s: float = DEFAULT_HOST_LINK_BYTES_S
+    source: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name != "name" and not (v > 0 or (f.name == "step_overhead_s" and v == 0)):
+            if f.name not in ("name", "source") and not (
+                v > 0 or (f.name == "step_overhead_s" and v == 0)
+            ):
                 raise ValueError(f"cost model {self.name}: {f.name} must be > 0, got {v}")
         if self.compute_eff > 1 or self.bw_eff > 1:
             raise ValueError(f"cost model {self.name}: efficiencies must be <= 1")
@@ -204,11 +211,9 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
-def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
-    """``"linear"`` -> ``LinearCostModel()``; a preset name or a ``.toml`` path ->
-    ``RooflineCostModel``. Raises ``ValueError`` naming the file and key on bad input."""
-    if spec == "linear":
-        return LinearCostModel()
+def read_preset(spec: str) -> tuple[dict[str, Any], str]:
+    """A preset name or a ``.toml`` path -> ``(parsed TOML, where)`` (``where``: the path, or
+    ``presets/<name>.toml``). Raises ``ValueError`` naming the file on bad input."""
     if spec.endswith(".toml"):
         path = Path(spec)
         if not path.is_file():
@@ -217,13 +222,54 @@ def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
     else:
         if spec not in preset_names():
             known = ", ".join(["linear", *preset_names()])
-            raise ValueError(f"unknown cost model {spec!r}; known: {known} or a .toml path")
+            raise ValueError(
+                f"unknown cost model {spec!r}; known: {known}, a .toml path, roofline:PRESET "
+                "or aic[:PRESET|MODEL@SYSTEM/FRAMEWORK-VERSION]"
+            )
         res = resources.files("radixbench.sim") / "presets" / f"{spec}.toml"
         text, where = res.read_text(), f"presets/{spec}.toml"
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text), where
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{where}: {e}") from None
+
+
+def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel | AicCostModel:
+    """The cost model a ``--cost-model`` / ``[cost] model`` value names:
+
+    - ``"linear"`` -> ``LinearCostModel()``;
+    - ``"aic"`` / ``"aic:PRESET"`` / ``"aic:MODEL@[TPx]SYSTEM[/FRAMEWORK[-VERSION]]"`` ->
+      :class:`~radixbench.sim.cost_aic.AicCostModel` (:mod:`radixbench.sim.cost_aic_spec`);
+    - ``"roofline:PRESET"`` (or a ``.toml`` path) -> ``RooflineCostModel``, always;
+    - a preset name or a ``.toml`` path -> AIC when its file has an ``[aic]`` table and
+      aiconfigurator-core is installed (the bundled H100/H200 presets), else its roofline
+      (the A100 presets, custom and calibrated models, or aiconfigurator-core missing).
+
+    Raises ``ValueError`` (one line naming the file and key) on bad input.
+    """
+    if spec == "linear":
+        return LinearCostModel()
+    if spec == "aic" or spec.startswith("aic:"):
+        from radixbench.sim.cost_aic_spec import load_aic
+
+        return load_aic(spec)
+    force_roofline = spec.startswith("roofline:")
+    doc, where = read_preset(spec.removeprefix("roofline:"))
+    roof = roofline_from_doc(doc, where)
+    if force_roofline or "aic" not in doc:
+        return roof
+    from radixbench.sim.cost_aic import aic_version
+    from radixbench.sim.cost_aic_spec import aic_from_table
+
+    if aic_version() is None:
+        return roof  # the fallback: radixbench without its aiconfigurator-core dependency
+    return aic_from_table(doc["aic"], roof, where)
+
+
+def roofline_from_doc(doc: dict[str, Any], where: str) -> RooflineCostModel:
+    """The ``RooflineCostModel`` of a preset's parsed TOML (``[model]``, ``[gpu]``,
+    ``[efficiency]``, optional ``[host_link]``). Raises ``ValueError`` naming ``where`` and
+    the missing or bad key."""
     keys = {
         "model": ("name", "params", "layers", "heads", "kv_heads", "head_dim", "dtype_bytes"),
         "gpu": ("tp", "peak_flops", "mem_bw_bytes_s", "mem_gb"),
@@ -255,6 +301,36 @@ def load_cost_model(spec: str) -> LinearCostModel | RooflineCostModel:
             bw_eff=float(vals["efficiency.bandwidth"]),
             step_overhead_s=float(vals["efficiency.step_overhead_s"]),
             host_link_bytes_s=float(link),
+            source=_calibration(doc.get("calibration"), where),
         )
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: {e}") from None
+
+
+def _calibration(table: Any, where: str) -> str:
+    """A preset's ``[calibration]`` table (written by ``radixbench calibrate``) in words."""
+    if table is None:
+        return ""
+    if not isinstance(table, dict) or not {"device", "date"} <= table.keys():
+        raise ValueError(f"{where}: [calibration] needs device and date")
+    return f"calibrated on {table['device']} on {table['date']}"
+
+
+def cost_info(cost: Any) -> dict[str, Any]:
+    """What a report names about a cost model: ``name``, ``kind`` (``aic`` / ``roofline`` /
+    ``linear``), ``source`` (where its numbers come from), ``version`` (of the data: the
+    framework version whose kernels AIC measured; None for the formula models) and
+    ``system`` (the GPU and TP), plus the model's further details."""
+    name = getattr(cost, "name", type(cost).__name__)
+    describe = getattr(cost, "describe", None)
+    if describe is not None:
+        return {"name": name, **describe()}
+    if isinstance(cost, RooflineCostModel):
+        eff = (f"compute {cost.compute_eff:g}, bandwidth {cost.bw_eff:g}, "
+               f"{cost.step_overhead_s * 1e3:g} ms per step")  # fmt: skip
+        how = cost.source or "estimated"
+        source = f"datasheet peaks x efficiencies {how} ({eff})"
+        return {"name": name, "kind": "roofline", "source": source, "version": None,
+                "system": name.partition("@")[2], "tp": cost.tp}  # fmt: skip
+    return {"name": name, "kind": "linear", "source": "linear in tokens (fitted defaults)",
+            "version": None, "system": None}  # fmt: skip

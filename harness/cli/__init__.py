@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "study": "serving effect of an algorithm family vs the quantity its cost scales with",
     "replay": "hit rate of every eviction policy on a trace vs LRU, Belady's bound and the ceiling",
     "bench": "microbenchmarks of cache algorithm variants",
+    "calibrate": "fit the roofline cost model to a synthetic forward on a GPU; write a preset",
     "profile": "run a comparison under scalene and print the hottest lines",
     "plot": "re-render tables, plots and reports of a saved run",
     "diff": "two saved runs side by side: op and serving ratios with CIs, settings that differ",

@@ -1,5 +1,6 @@
-"""``radixbench bench cache|alloc|sim|served``: microbenchmarks of matchers, evictors, insert,
-the KV allocators, the simulator itself, and radixbench against SGLang's served cache.
+"""``radixbench bench cache|alloc|sim|served|cluster|cost|peers``: microbenchmarks of matchers,
+evictors, insert, the KV allocators, the simulator itself, radixbench against SGLang's served
+cache and (``peers``, parsed and printed by :mod:`.bench_peers`) against Dynamo's mocker.
 
 ``bench cache`` prints the tables and the ratios against the issue's targets, writes
 ``bench_cache.csv``, ``bench_alloc.csv`` and two plots into ``--out``, and with ``--markdown
@@ -8,6 +9,8 @@ included) atomically to ``FILE`` (``make bench`` regenerates ``BENCHMARKS.md`` t
 ``bench alloc`` runs only the KV-allocator benchmark (radixbench's allocators against sglang's)
 and prints (``--markdown``: writes) its section with the machine details. ``bench sim`` times the
 simulator and prints each figure as it comes (``--markdown``: its section of the file).
+``bench cost`` sets AIC's step times against the roofline's over a grid of shapes per
+preset (table, plot, ``--markdown``: its section).
 ``bench served`` times radixbench's evictors and matchers against sglang 0.5.23's Rust and
 Python tree cores and legacy ``RadixCache`` in one process and prints one table and the status
 of issue 21's targets (its rows also in ``--out``/``bench_served.csv``; ``--markdown``: its
@@ -26,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radixbench.harness.cli import bench_peers
 from radixbench.harness.cli.util import (
     DefaultsFormatter,
     Parser,
@@ -48,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="microbenchmarks of cache algorithm variants")
     targets = b.add_subparsers(
         dest="target",
-        metavar="{cache,alloc,sim,served,cluster,peers}",
+        metavar="{cache,alloc,sim,served,cluster,peers,cost}",
         required=True,
         parser_class=Parser,
     )
@@ -121,28 +125,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instance counts, each a run of the whole trace",
     )
     c.add_argument("--router", default="cache-aware", help="the routing policy")
-    p = targets.add_parser(
-        "peers",
+    bench_peers.add_parser(targets, fmt, run)
+
+    k = targets.add_parser(
+        "cost",
         formatter_class=fmt,
-        help="against NVIDIA Dynamo's mocker on the same trace: CPU, RSS, hit rates, ratios",
+        help="step times: AIConfigurator's measured kernels vs the roofline, per preset, on a "
+        "grid of prefill and decode shapes",
     )
-    p.set_defaults(func=run)
-    p.add_argument(
-        "--cases",
-        default="abcdem",
-        help="which of the cases a-e to run, and m: peak RSS vs 1/2/4/8 instances (the slope)",
-    )
-    p.add_argument("--reps", type=positive_int, default=1, help="alternating runs per case")
-    p.add_argument(
-        "--quick", action="store_true", help="200 requests per case: a smoke test (a minute)"
-    )
-    p.add_argument(
-        "--mocker",
+    k.set_defaults(func=run)
+    k.add_argument("--quick", action="store_true", help="the grid's corners only")
+    k.add_argument("--presets", type=csv_list, metavar="P[,P...]", help="default: every AIC one")
+    k.add_argument("--out", type=Path, default=Path("runs/bench"), help="folder for csv/plot")
+    k.add_argument(
+        "--markdown",
         type=Path,
-        metavar="PYTHON",
-        help="the Python of the mocker's venv (default: .peers/dynamo from `make peers`)",
+        metavar="FILE",
+        help="also write the Step times section of FILE (its plot into docs/ beside FILE)",
     )
-    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write its section here")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,11 +153,13 @@ def run(args: argparse.Namespace) -> int:
     if args.target == "cluster":
         return _run_cluster(args)
     if args.target == "peers":
-        return _run_peers(args)
+        return bench_peers.run(args, _calibrate)
     if args.target == "alloc":
         return _run_alloc(args)
     if args.target == "served":
         return _run_served(args)
+    if args.target == "cost":
+        return _run_cost(args)
     return _run_cache(args)
 
 
@@ -318,40 +320,30 @@ def _run_cluster(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_peers(args: argparse.Namespace) -> int:
-    """``bench peers``: each case printed as it ends, the targets' status, the calibration
-    figure; ``--markdown``: its section of the file. Without the mocker's venv radixbench's
-    side runs alone (the ratios say so)."""
-    from radixbench.bench.benchmarks_md import write_section
-    from radixbench.bench.peers import CASES, machine, mocker_python, run_peers
-    from radixbench.bench.peers_report import END, START, markdown
+def _run_cost(args: argparse.Namespace) -> int:
+    """``bench cost``: the grid's rows to ``--out``/bench_cost.csv, the summary table and the
+    plot; ``--markdown``: its section of the file (and the plot in ``docs/`` beside it)."""
+    import pandas as pd
 
-    keys = args.cases.strip().lower()
-    bad = sorted(set(keys) - {c.key for c in CASES} - {"m"})
-    if bad or not keys:
-        raise UsageError(f"--cases: expected letters of abcdem, got {args.cases!r}")
-    mocker = args.mocker or mocker_python()
-    if mocker is not None and not Path(mocker).is_file():
-        raise UsageError(f"--mocker: no such file {mocker}")
-    print(f"machine: {machine()}", flush=True)
-    cal = _calibrate()
-    notes = []
-    if mocker is None:
-        notes.append("mocker: not installed (make peers): radixbench's side only")
-        print(notes[-1], flush=True)
-    blocks: list[str] = []
+    from radixbench.bench.benchmarks_md import COST_END, COST_START, write_section
+    from radixbench.bench.cost import CostGrid, cost_rows, markdown, plot, summary, uncovered
 
-    def echo(text: str) -> None:
-        blocks.append(text + "\n")
-        print(text + "\n", flush=True)
-
+    grid = CostGrid.quick() if args.quick else CostGrid()
     try:
-        run_peers(keys, args.reps, args.quick, mocker, echo)
-    except RuntimeError as exc:
-        print(f"error: bench peers: {exc}", file=sys.stderr)
-        return 1
+        rows = cost_rows(grid, args.presets)
+    except ValueError as e:
+        raise UsageError(f"--presets: {e}" if args.presets else str(e)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(args.out / "bench_cost.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"not covered by AIC (roofline): {', '.join(uncovered()) or 'none'}")
+    png = plot(rows, args.out / "bench_cost.png")
+    print(f"grid rows: {args.out / 'bench_cost.csv'}; plot: {png}")
     if args.markdown:
-        cmd = "make bench" if not args.quick else "radixbench bench peers --quick"
-        write_section(args.markdown, markdown(blocks, cal, machine(), cmd, notes), START, END)
-        print(f"wrote the Against NVIDIA Dynamo's mocker section of {args.markdown}")
+        rel = "docs/bench-cost.png"
+        plot(rows, args.markdown.parent / rel)
+        cmd = "radixbench bench cost" + (" --quick" if args.quick else "")
+        write_section(args.markdown, markdown(rows, cmd, rel), COST_START, COST_END)
+        print(f"wrote the Step times section of {args.markdown}")
     return 0

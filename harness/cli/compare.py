@@ -283,6 +283,11 @@ def _print_summary(report: dict, eq: dict, meta: RunMeta | None = None) -> None:
                 f"Belady bound (optimal eviction) at {belady.get('kv_capacity_tokens', 0):,} KV "
                 f"tokens: {belady['all']:.3f} over the same requests"
             )
+        if meta.cost_model:  # what the simulated step times come from
+            from radixbench.reports.runmeta import cost_source_text
+
+            src = f" — {cost_source_text(meta.cost_source)}" if meta.cost_source else ""
+            print(f"step times: {meta.cost_model}{src}")
         print(f"skipped malformed trace lines: {meta.skipped_lines}")
         for err in meta.skipped_line_errors[:3]:
             print(f"  {err}")

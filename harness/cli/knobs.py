@@ -109,7 +109,11 @@ def _routers() -> str:
 
 def _cost_models() -> str:
     presets = ", ".join(radixbench_module("sim.cost").preset_names())
-    return f"step-time model: linear, a preset ({presets}) or a TOML file"
+    return (
+        f"step-time model: a preset ({presets}: AIConfigurator's measured kernels where it has "
+        "data, H100/H200; the roofline otherwise), roofline:PRESET, "
+        "aic[:PRESET|MODEL@[TPx]SYSTEM/FRAMEWORK-VERSION], linear or a TOML file"
+    )
 
 
 _HICACHE = "HiCache (host and storage tiers; any flag turns HiCache on)"
@@ -181,7 +185,7 @@ KNOBS: tuple[Knob, ...] = (
          "tensors and timed build_extend / build_decode ops; the req_to_token rows are still "
          "written); named in the report's run settings. Default: every step builds its batch, "
          "timed", action="store_const", const=False, when="simulation", name="batch_builder"),
-    Knob("--cost-model", "cost.model", _cost_models, metavar="NAME|PATH.toml",
+    Knob("--cost-model", "cost.model", _cost_models, metavar="NAME|PATH.toml|aic[:...]",
          when="simulation"),
     Knob("--gpu-mem-gb", "sim.gpu_mem_gb", "derive the KV pool from this memory per GPU minus "
          "weights (overrides --kv-capacity)", type=positive_float, metavar="GB",

@@ -30,11 +30,11 @@ from typing import Any
 
 from radixbench.cache.registry import check_policy
 from radixbench.harness.config.cluster_table import check_cluster, parse_cluster
+from radixbench.harness.config.cost_table import with_cost
 from radixbench.harness.config.impl import ImplError, impl_variants, resolve_impls
 from radixbench.harness.config.overrides import SIM_TABLES, apply_override, apply_trace
 from radixbench.harness.config.tomlmap import ScenarioError, build_dataclass, coerce
-from radixbench.sim.config import DEFAULT_COST_MODEL, SimConfig, Variant
-from radixbench.sim.cost import load_cost_model
+from radixbench.sim.config import SimConfig, Variant
 from radixbench.workloads.arrivals import Arrivals
 from radixbench.workloads.sources import SOURCES
 from radixbench.workloads.trace import BAD_LINE_POLICIES
@@ -259,7 +259,7 @@ def parse_scenario(
             table[key], paths[key] = value, f"{tname}.{key}"
     sim = build_dataclass(SimConfig, {**table, "seed": seed}, "", file, paths=paths)
     if "cost" in doc:
-        sim = _with_cost(sim, dict(_table(doc, "cost", file)), file)
+        sim = with_cost(sim, dict(_table(doc, "cost", file)), file)
     variants, ref, note = _variants(_table(doc, "variants", file), file, sim)
     cluster = None
     if "cluster" in doc:
@@ -287,24 +287,6 @@ def parse_scenario(
         ref.impl_label if ref is not None else "",
         note,
     )
-
-
-def _with_cost(sim: SimConfig, table: dict[str, Any], file: str) -> SimConfig:
-    """``sim`` with the cost model of a ``[cost]`` table: ``model`` names the base model (linear,
-    a preset, or a TOML file; default the simulator's), the other keys override its fields."""
-    model = table.pop("model", DEFAULT_COST_MODEL)
-    if not isinstance(model, str):
-        raise ScenarioError(file, "cost.model", "expected a model name or a TOML path")
-    try:
-        base = load_cost_model(model)
-    except (ValueError, OSError) as e:
-        raise ScenarioError(file, "cost.model", str(e).splitlines()[0]) from None
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
-    cost = build_dataclass(type(base), {**fields, **table}, "cost", file)
-    try:
-        return dataclasses.replace(sim, cost=cost)
-    except ValueError as e:
-        raise ScenarioError(file, "cost.model", str(e)) from None
 
 
 def bundled_scenarios() -> dict[str, pathlib.Path]:

@@ -37,8 +37,10 @@ from typing import Any
 
 import pandas as pd
 
+from radixbench.cache.registry import ImplSpec
 from radixbench.harness.config.scenario import Scenario, load_scenario
 from radixbench.harness.config.studies.pr6907 import pr6907_section
+from radixbench.harness.config.studies.served import served_section
 from radixbench.harness.config.study_file import StudyError, bundled_studies, read_study_file
 from radixbench.reports.study import FAMILIES
 
@@ -55,7 +57,10 @@ _TOP = {"description", "family", "scenario", "seed", "base", "variants", "points
 
 #: Extra ``study.md`` sections a study file may name: name -> function of the points table
 #: (one row per point and candidate) returning Markdown lines, appended after the method.
-SECTIONS: dict[str, Callable[[pd.DataFrame], list[str]]] = {"pr6907": pr6907_section}
+SECTIONS: dict[str, Callable[[pd.DataFrame], list[str]]] = {
+    "pr6907": pr6907_section,
+    "served": served_section,
+}
 #: The sections of a study file that names none, by family: an eviction study checks PR
 #: #6907's claim (as every eviction study did before study files named their sections).
 DEFAULT_SECTIONS: dict[str, tuple[str, ...]] = {"eviction": ("pr6907",)}
@@ -87,6 +92,9 @@ class StudySpec:
     #: point (``sglang``: the cache sglang 0.5.23 serves with), drawn as one more candidate;
     #: "" = none. Not run with ``impls`` (the implementations are then the comparison).
     reference: str = ""
+    #: further implementation specs run beside them, each one more candidate curve (a list
+    #: ``reference``'s specs after the first: sglang's Python tree core, a patch of it...)
+    served: tuple[str, ...] = ()
 
     @property
     def axis_key(self) -> str:
@@ -113,6 +121,7 @@ class StudySpec:
             baseline=labels[0],
             candidates=tuple(labels[1:]),
             reference="",
+            served=(),
         )
 
     def overrides(self, i: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -123,7 +132,7 @@ class StudySpec:
             **self.points[i],
             **(extra or {}),
             self.axis_key: algorithms,
-            "variants.impls": list(self.impls) or ["radixbench"],
+            "variants.impls": list(self.impls) or ["radixbench", *self.served],
             "variants.reference": self.reference or "none",
             "seed": self.seed,
         }
@@ -154,9 +163,12 @@ class StudySpec:
 
     def labels(self, scenario: Scenario) -> list[str]:
         """Display names of :meth:`variant_names`' candidates, in that order: the family's
-        axis values, then ``"<reference label> (served)"`` when the reference runs."""
-        ref = scenario.reference if scenario.reference and not self.impls else ""
-        return [*self.candidates, *([f"{ref} (served)"] if ref else [])]
+        axis values, then per implementation run beside them ``"<label> (<kind>)"``
+        (:func:`_kind`: served and its tree core, or patch)."""
+        if not scenario.reference or self.impls:
+            return list(self.candidates)
+        others = [v for v in scenario.variants if v.impl != "radixbench"]
+        return [*self.candidates, *(f"{v.impl_label} ({_kind(v.impl)})" for v in others)]
 
 
 def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
@@ -184,8 +196,14 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
     if baseline in cands or len(set(cands)) != len(cands):
         raise StudyError(file, "variants.candidates", "variants repeat")
     reference = variants.get("reference", "none")
-    if not isinstance(reference, str) or not reference.strip():
-        raise StudyError(file, "variants.reference", "an implementation spec or 'none'")
+    refs = reference if isinstance(reference, list) else [reference]
+    if (
+        not refs
+        or not all(isinstance(r, str) and r.strip() for r in refs)
+        or (len(refs) > 1 and "none" in refs)
+    ):
+        raise StudyError(file, "variants.reference", "an implementation spec, a list, or 'none'")
+    refs = [_spec_path(r, Path(file).parent) for r in refs]
     for key in variants:
         if key not in ("baseline", "candidates", "reference"):
             raise StudyError(
@@ -221,14 +239,15 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
         points,
         mode,
         tuple(sections),
-        reference="" if reference == "none" else reference,
+        reference="" if refs[0] == "none" else refs[0],
+        served=tuple(refs[1:]),
     )
     for i in range(n):
         try:
             scenario = load_scenario(spec.scenario, spec.overrides(i))
         except ValueError as e:
             raise StudyError(file, f"points.{mode}[{i}]", str(e).splitlines()[0]) from None
-        if len(scenario.variants) != 1 + len(cands) + bool(scenario.reference):
+        if len(scenario.variants) != 1 + len(cands) + bool(scenario.reference) + len(refs[1:]):
             raise StudyError(
                 file,
                 "base",
@@ -236,3 +255,23 @@ def load_study(ref: str | Path, quick: bool = False) -> StudySpec:
                 'to one value each (e.g. "variants.flatten" = ["numpy"])',
             )
     return spec
+
+
+def _kind(impl: str) -> str:
+    """What an implementation run beside a study's algorithms is, for its label."""
+    if ImplSpec.parse(impl).user_class is not None:
+        return "patch"
+    return {"sglang": "served, Rust core", "sglang-python": "served, Python core"}.get(
+        impl, "served"
+    )
+
+
+def _spec_path(spec: str, base: Path) -> str:
+    """An implementation spec ``NAME:FILE.py[:CLASS]`` with a relative ``FILE.py`` made
+    absolute against ``base`` (the study file's folder); other specs unchanged."""
+    parsed = ImplSpec.parse(spec)
+    user = parsed.user_class
+    if user is None or not user[0].endswith(".py") or Path(user[0]).is_absolute():
+        return spec
+    file, cls = user
+    return f"{parsed.name}:{(base / file).resolve()}" + (f":{cls}" if cls else "")

@@ -28,8 +28,9 @@ from radixbench.harness.experiments.study_family import StudyFamily, register_fa
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.study import FAMILIES, point_rows
 from radixbench.reports.tables import read_table
+from radixbench.sim.cost import cost_info
 
-__all__ = ["run_point"]
+__all__ = ["best_variant", "run_point"]
 
 
 def run_point(
@@ -49,6 +50,7 @@ def run_point(
         full_report=False,
     )
     tables = {t: read_table(out.run_dir, t) for t in ("requests", "ops", "timeseries")}
+    own = [base, *cands[: len(spec.candidates)]]  # the family's own algorithms (radixbench's)
     rows = point_rows(
         tables["requests"],
         tables["ops"],
@@ -57,11 +59,14 @@ def run_point(
         baseline=base,
         candidates=cands,
         seed=spec.seed,
+        best=best_variant(tables["ops"], FAMILIES[spec.family][1], own) if cands else None,
     )
     label = {base: spec.baseline, **dict(zip(cands, spec.labels(scenario), strict=True))}
     for r in rows:  # name rows by the family's axis value; keep the full variant names
         r["baseline_variant"], r["candidate_variant"] = r["baseline"], r["candidate"]
         r["baseline"], r["candidate"] = label[r["baseline"]], label[r["candidate"]]
+        if "best" in r:
+            r["best"] = label[r["best"]]
     loads = load_check(tables["requests"], tables["timeseries"], out.meta)
     meta = {
         "point": i,
@@ -76,9 +81,21 @@ def run_point(
     return [{**meta, **{f"param:{k}": v for k, v in spec.points[i].items()}, **r} for r in rows]
 
 
+def best_variant(ops: pd.DataFrame, op: str, variants: list[str]) -> str:
+    """The one of ``variants`` whose median ``op`` call is fastest in ``ops`` (the study's
+    "best evictor" / matcher of a point; chosen on the op's own time, not on the serving
+    metrics it is then compared by). A variant without calls counts as slowest."""
+    sel = ops[(ops["op"] == op) & ops["variant"].isin(variants)]
+    med = sel.groupby("variant")["ns"].median()
+    return min(variants, key=lambda v: float(med.get(v, float("inf"))))
+
+
 def _meta(spec: StudySpec, extra: dict[str, Any] | None) -> dict[str, Any]:
     """The study's settings (its extra sections are rendered, not recorded)."""
-    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "sections"}
+    return {
+        **{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name != "sections"},
+        "cost_model": cost_info(load_scenario(spec.scenario, spec.overrides(0, extra)).sim.cost),
+    }
 
 
 def _render(

@@ -100,6 +100,17 @@ def test_bench_cache_markdown_keeps_the_simulator_speed_section(tmp_path: Path) 
     assert bare.read_text(encoding="utf-8") == "# only\n"
 
 
+def test_bench_cache_markdown_keeps_the_step_time_answers(tmp_path: Path) -> None:
+    """The hand-written AIC-vs-roofline answers (issue 29) survive ``bench cache``'s rewrite."""
+    from radixbench.bench.benchmarks_md import ANSWERS_END, ANSWERS_START, write_document
+
+    md = tmp_path / "BENCHMARKS.md"
+    answers = f"{ANSWERS_START}\n## Step times in the answers\nfigures\n{ANSWERS_END}\n"
+    md.write_text("# old cache report\n\n" + answers, encoding="utf-8")
+    write_document(md, "# new cache report\n")
+    assert md.read_text(encoding="utf-8") == "# new cache report\n\n" + answers
+
+
 def test_benchmark_files_get_the_mode_of_a_plain_write(tmp_path: Path) -> None:
     from radixbench.bench.benchmarks_md import write_document
 

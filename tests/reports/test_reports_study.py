@@ -115,3 +115,21 @@ def test_write_study_writes_plot_tables_and_a_verdict(tmp_path: Path, study_rows
     rows = [x for x in text.splitlines() if x.startswith("| ") and "| persistent-heap |" in x]
     assert [x.split(" | ")[-2] for x in rows] == ["served", "served", "overloaded: heapify"]
     assert "(overloaded there: heapify; its latency ratios include queueing)" in text
+
+
+def test_point_rows_against_the_best_variant(study_tables) -> None:
+    """``best``: every variant (baseline included) set against the best one as well; against
+    itself a variant reads 1, and with the baseline as the best the candidate's figures are
+    the baseline comparison's, turned around for TTFT."""
+    req, ops, ts = study_tables()
+    (row,) = point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"],
+                        best="base")  # fmt: skip
+    assert row["best"] == "base"
+    assert row["base_throughput_vs_best_ratio"] == pytest.approx(1.0)
+    assert row["base_ttft_p50_vs_best_ratio"] == pytest.approx(1.0)
+    assert row["cand_throughput_vs_best_ratio"] == pytest.approx(row["throughput_ratio"])
+    assert row["cand_ttft_p50_vs_best_ratio"] == pytest.approx(1 / row["ttft_p50_ratio"])
+    assert row["cand_ttft_p50_vs_best_lo"] <= row["cand_ttft_p50_vs_best_ratio"]
+    assert row["op_p99_base_ns"] >= row["op_base_ns"] and row["op_p99_cand_ns"] > 0
+    (plain,) = point_rows(req, ops, ts, family="eviction", baseline="base", candidates=["cand"])
+    assert "best" not in plain and "cand_throughput_vs_best_ratio" not in plain

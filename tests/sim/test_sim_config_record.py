@@ -8,6 +8,7 @@ import dataclasses
 
 from radixbench.reports.record import RunMeta
 from radixbench.sim.config import SimConfig
+from radixbench.sim.cost import cost_info
 
 
 def test_recorded_fields_are_run_record_fields() -> None:
@@ -17,6 +18,7 @@ def test_recorded_fields_are_run_record_fields() -> None:
     assert record["max_running"] == 7 and record["page_size"] == 4 and record["seed"] == 3
     assert record["chunked_prefill_size"] is None
     assert record["cost_model"] == sim.cost.name  # recorded by name, not as the object
+    assert record["cost_source"] == cost_info(sim.cost)  # and its source, from the same field
     assert RunMeta(**record).max_running == 7
 
 

@@ -260,3 +260,20 @@ def test_error_in_an_override_names_its_origin(tmp_path: Path) -> None:
     # without an origin (e.g. a grid's override) the file is named, as before
     with pytest.raises(ScenarioError, match=r"mooncake-conversation\.toml: variants\.evictors"):
         load_scenario("mooncake-conversation", {"variants.evictors": ["nope"]})
+
+
+def test_cost_table_on_an_aic_preset(tmp_path: Path) -> None:
+    """A preset AIC covers takes its own fields (step_overhead_s) in [cost]; a roofline field
+    there is refused with the way out (model = "roofline:PRESET"), not silently ignored."""
+    pytest.importorskip("aiconfigurator_core")
+    from radixbench.sim.cost_aic import AicCostModel
+
+    def cost_table(extra: str) -> str:
+        return edit(
+            'model = "linear"\ndecode_base_s = 0.001', f'model = "llama-3.1-8b-h100"{extra}'
+        )
+
+    cost = load_scenario(write(tmp_path, cost_table("\nstep_overhead_s = 0.002"))).sim.cost
+    assert isinstance(cost, AicCostModel) and cost.step_overhead_s == 0.002
+    with pytest.raises(ScenarioError, match=r'cost\.compute_eff: .*"roofline:llama-3.1-8b-h100"'):
+        load_scenario(write(tmp_path, cost_table("\ncompute_eff = 0.3")))

@@ -55,7 +55,8 @@ def test_pr6907_leaves_needed_by_log_log_interpolation(study_rows) -> None:
 
 def test_the_eviction_study_renders_the_pr6907_check(tmp_path: Path, study_rows) -> None:
     spec = load_study("eviction", quick=True)
-    assert spec.sections == ("pr6907",) and load_study("matching", quick=True).sections == ()
+    assert spec.sections == ("pr6907", "served")
+    assert load_study("matching", quick=True).sections == ()
     meta = {"name": "eviction", "mode": "quick", "family": "eviction", "description": "d",
             "scenario": "eviction-pressure", "baseline": "heapify",
             "candidates": ("persistent-heap",)}  # fmt: skip
@@ -82,3 +83,47 @@ def test_an_unknown_section_is_one_line_naming_the_key(tmp_path: Path) -> None:
     path.write_text(STUDY.format(sections='sections = ["nope"]'))
     with pytest.raises(StudyError, match=r"sections: unknown section 'nope'; known: pr6907"):
         load_study(path, quick=True)
+
+
+def test_served_section_sets_every_curve_against_the_best(tmp_path: Path, study_tables) -> None:
+    """The eviction study's ``served`` section: one row per point and curve (the baseline
+    once), the best marked, the others' change with its interval, the largest point's lines."""
+    import pandas as pd
+
+    from radixbench.harness.config.studies.served import served_section
+    from radixbench.reports.study import point_rows
+    from radixbench.reports.study_best import curves as curve_rows
+
+    rows = []
+    for i, leaves in enumerate((1000, 60_000)):
+        req, ops, ts = study_tables(leaves=leaves)
+        for r in point_rows(req, ops, ts, family="eviction", baseline="base",
+                            candidates=["cand"], best="cand"):  # fmt: skip
+            r.update(
+                point=i,
+                overloaded="base" if i else "",
+                requests=200,
+                point_wall_s=1.0,
+                kv_capacity_tokens=10 * leaves,
+            )
+            rows.append(r)
+    pts = pd.DataFrame(rows)
+    curves = curve_rows(pts)
+    assert list(curves["curve"]) == ["base", "cand", "base", "cand"]
+    assert (curves["best"] == "cand").all()
+    text = "\n".join(served_section(pts))
+    assert "Against the best evictor" in text and "| best | best |" in text
+    assert "At the largest point (60,000 evictable leaves, best cand)" in text
+    base_last = curves.iloc[2]
+    assert f"{100 * (base_last['throughput_vs_best_ratio'] - 1):+.1f} %" in text
+    assert "| overloaded |" in text
+    assert served_section(pts.drop(columns=["best"])) == []
+    meta = {"name": "eviction", "mode": "quick", "family": "eviction", "description": "d",
+            "scenario": "thin-leaves", "baseline": "base", "candidates": ("cand",)}  # fmt: skip
+    from radixbench.sim.cost import cost_info, load_cost_model
+
+    meta["cost_model"] = cost_info(load_cost_model("roofline:llama-3.1-8b-h100"))
+    out = write_study(tmp_path, pts, meta, (served_section,))
+    md = out["study_md"].read_text()
+    assert out["plot"].is_file() and "## Against the best evictor" in md
+    assert "Step times: Llama-3.1-8B@H100-SXM-80GBx1 — roofline: datasheet peaks" in md

@@ -54,8 +54,21 @@ def test_bundled_studies_load_in_both_modes() -> None:
     ev = load_study("eviction")
     # sglang 0.5.23 as served is one more curve of both bundled studies (issue 21, item 4)
     assert ev.reference == load_study("matching").reference == "sglang"
-    # the full range reaches a KV pool of a few million tokens (an H200, a TP-8 node)
-    assert max(p["sim.kv_capacity_tokens"] for p in ev.points) >= 2_000_000
+    # issue 29: sglang's Python core and the persistent-heap patch of it are curves too
+    assert ev.served[0] == "sglang-python" and ev.served[1].endswith(
+        "sglang_unified_persistent_heap.py:PersistentHeapUnifiedRadixCache"
+    )
+    assert Path(ev.served[1].split(":")[1]).is_file()  # made absolute from the study file
+    # thin leaves (question + the cached answer token) under 16 shared prompts: the largest
+    # full pool holds >= 50,000 evictable leaves, and enough requests to fill it and evict
+    from radixbench.harness.config.scenario import load_scenario
+
+    big = max(range(len(ev.points)), key=lambda i: ev.points[i]["sim.kv_capacity_tokens"])
+    sc = load_scenario(ev.scenario, ev.overrides(big))
+    w = sc.workload
+    leaf = w.question_tokens + w.output_tokens - 1
+    leaves = (sc.sim.kv_capacity_tokens - w.groups * w.system_prompt_tokens) / leaf
+    assert leaves >= 50_000 and w.groups * w.prompts_per_group >= leaves + 2_000
 
 
 @pytest.mark.parametrize(
@@ -136,19 +149,19 @@ def test_tiny_study_runs_on_dask_and_writes_its_folder(tmp_path, cluster) -> Non
 @pytest.mark.e2e  # a Dask cluster
 def test_a_study_draws_the_served_cache_as_one_more_curve(tmp_path, cluster) -> None:
     """``[variants] reference = "sglang"``: sglang 0.5.23's served cache runs at every point
-    beside the algorithms and is reduced like a candidate, named ``sglang (served)``."""
+    beside the algorithms and is reduced like a candidate, named ``sglang (served, Rust core)``."""
     if importlib.util.find_spec("sglang") is None:
         pytest.skip("sglang is not installed (make install)")
     text = TINY.replace("[variants]", '[variants]\nreference = "sglang"')
     spec = load_study(_write(tmp_path, text), quick=True)
     out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
     pts = pd.read_parquet(out.run_dir / "points.parquet")
-    assert set(pts["candidate"]) == {"persistent-heap", "sglang (served)"}
-    served = pts[pts["candidate"] == "sglang (served)"]
+    assert set(pts["candidate"]) == {"persistent-heap", "sglang (served, Rust core)"}
+    served = pts[pts["candidate"] == "sglang (served, Rust core)"]
     assert list(served["point"]) == [0, 1] and (served["candidate_variant"] == "sglang/numpy").all()
     # its ops are timed like the algorithms' (under the coupled clock they move the schedule)
     assert served["op_cand_ns"].notna().all() and served["op_ratio"].notna().all()
-    assert "sglang (served) vs heapify" in (out.run_dir / "study.md").read_text()
+    assert "sglang (served, Rust core) vs heapify" in (out.run_dir / "study.md").read_text()
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
@@ -189,3 +202,35 @@ def test_impl_errors_are_one_line(tmp_path, capsys) -> None:
     assert "two or more implementations" in capsys.readouterr().err
     assert main(["study", str(path), "--set", "variants.impls=['sglang']"]) == 2
     assert "compare implementations with --impl" in capsys.readouterr().err
+
+
+@pytest.mark.e2e  # a Dask cluster
+def test_a_study_draws_served_cores_and_a_patch_against_the_best(tmp_path, cluster) -> None:
+    """Issue 29, item 4: ``reference`` as a list — sglang's Rust and Python tree cores and the
+    persistent-heap patch of its Python core (a path from the study file) — each one more
+    curve; every curve is also set against the point's best evictor, in study.md's table."""
+    if importlib.util.find_spec("sglang") is None:
+        pytest.skip("sglang is not installed (make install)")
+    patch = Path(__file__).parents[3] / "examples" / "sglang_unified_persistent_heap.py"
+    (tmp_path / "patch.py").write_text(patch.read_text())
+    refs = '["sglang", "sglang-python", "sglang-python:patch.py:PersistentHeapUnifiedRadixCache"]'
+    text = 'sections = ["served"]\n' + TINY.replace("[variants]", f"[variants]\nreference = {refs}")
+    spec = load_study(_write(tmp_path, text), quick=True)
+    assert (
+        spec.served[1] == f"sglang-python:{tmp_path / 'patch.py'}:PersistentHeapUnifiedRadixCache"
+    )
+    out = run_study(spec, tmp_path / "runs", scheduler=cluster.scheduler_address, progress=False)
+    pts = pd.read_parquet(out.run_dir / "points.parquet")
+    assert set(pts["candidate"]) == {
+        "persistent-heap", "sglang (served, Rust core)", "sglang-python (served, Python core)",
+        "sglang-python:PersistentHeapUnifiedRadixCache (patch)",
+    }  # fmt: skip
+    # the best evictor is radixbench's own, chosen per point by its median evict
+    assert set(pts["best"]) <= {"heapify", "persistent-heap"}
+    for _, p in pts.groupby("point"):
+        ns = {p["baseline"].iloc[0]: p["op_base_ns"].iloc[0],
+              **dict(zip(p["candidate"], p["op_cand_ns"]))}  # fmt: skip
+        assert p["best"].iloc[0] == min(("heapify", "persistent-heap"), key=ns.__getitem__)
+    assert pts["cand_throughput_vs_best_lo"].notna().all()
+    md = (out.run_dir / "study.md").read_text()
+    assert "## Against the best evictor" in md and "sglang (served, Rust core)" in md
