@@ -69,12 +69,13 @@ def test_a_full_disk_names_the_path_and_leaves_nothing(tmp_path: Path, capsys, m
     which names no file) said '[Errno 28] No space left on device' and nothing else."""
     import errno
 
-    import pandas as pd
+    import pyarrow.parquet as pq
 
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    # the table writer (reports.tables.write_table) writes through pyarrow, not pandas
+    monkeypatch.setattr(pq, "write_table", full)
     out = tmp_path / "runs"
     argv = ["compare", "prefix-repetition", "--requests", "20", "--evictors", "heapify",
             "--matchers", "linear", "--reference", "none", "--out", str(out), "--no-progress",
