@@ -29,6 +29,7 @@ reused).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -280,6 +281,10 @@ def run_peers(
                 continue
             runs = run_case(case, reps, Path(tmp), mocker, 200 if quick else None)
             med = {label: median_run(r) for label, r in runs.items()}
+            if quick:  # the title says what ran, not the case's full size
+                case = dataclasses.replace(
+                    case, title=f"{case.title} (--quick: first 200 requests)"
+                )
             results.append((case, med))
             echo(case_lines(case, med))
         if "m" in keys:  # the memory slope

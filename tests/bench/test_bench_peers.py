@@ -80,3 +80,22 @@ def test_mocker_and_radixbench_hit_alike_on_one_server_page_1(tmp_path: Path) ->
     (m,) = runs["mocker round_robin"]
     (r,) = runs["radixbench one server"]
     assert m.hits == r.hits and m.hit_rate == pytest.approx(r.hit_rate, abs=1e-12)
+
+
+def test_a_quick_case_is_titled_with_what_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--quick`` runs 200 requests: the case's heading says so (it read "first 1,000
+    requests" above a 200-request run)."""
+    from radixbench.bench import peers
+
+    def fake(case, reps, work, mocker, requests=None, timeout_s=None):  # type: ignore[no-untyped-def]
+        asked.append(requests)
+        return {"radixbench one server": [_run("radixbench one server", [1] * 3, [0] * 3)]}
+
+    asked: list[int | None] = []
+    monkeypatch.setattr(peers, "run_case", fake)
+    shown: list[str] = []
+    ((case, _),) = peers.run_peers("a", quick=True, echo=shown.append)
+    assert case.title.endswith("(--quick: first 200 requests)")
+    assert "(--quick: first 200 requests)" in shown[0]
+    ((full, _),) = peers.run_peers("a", quick=False, echo=shown.append)
+    assert full.title == CASE_A.title and asked == [200, None]
