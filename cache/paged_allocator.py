@@ -15,6 +15,8 @@ many or when (see docs/SGLANG-FIDELITY.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -161,17 +163,8 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         bs = pre.numel()
         if seq.numel() != bs or last.numel() != bs:
             raise ValueError("alloc_extend: prefix_lens, seq_lens, last_loc differ in length")
-        ext = seq - pre
-        if bs and bool((ext < 0).any()):
-            raise ValueError("alloc_extend: a seq_len is shorter than its prefix_len")
-        if int(ext.sum()) != extend_num_tokens:
-            raise ValueError(
-                f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
-                f"{int(ext.sum())}"
-            )
+        ext = self._checked_extends(pre, seq, last, extend_num_tokens)
         debug = self.debug
-        if debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
-            raise ValueError("alloc_extend: last_loc does not continue its request's page")
         pages_before = (pre + ps - 1) // ps
         n_new = (seq + ps - 1) // ps - pages_before
         total = extend_num_tokens
@@ -194,6 +187,23 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         out[new] = pages[k[new]] * ps + pos[new] % ps
         return out
 
+    def _checked_extends(self, pre: Any, seq: Any, last: Any, extend_num_tokens: int) -> Any:
+        """``seq - pre`` after :meth:`alloc_extend`'s input checks (ValueError), on int64
+        ``[bs]`` torch tensors or numpy arrays alike (the torch and numpy paths share them)."""
+        ext = seq - pre
+        bs = len(pre)
+        if bs and bool((ext < 0).any()):
+            raise ValueError("alloc_extend: a seq_len is shorter than its prefix_len")
+        if int(ext.sum()) != extend_num_tokens:
+            raise ValueError(
+                f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
+                f"{int(ext.sum())}"
+            )
+        ps = self.page_size
+        if self.debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
+            raise ValueError("alloc_extend: last_loc does not continue its request's page")
+        return ext
+
     def alloc_extend_np(
         self, pre: np.ndarray, seq: np.ndarray, last: np.ndarray, extend_num_tokens: int
     ) -> np.ndarray | None:
@@ -206,17 +216,8 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         bs = pre.size
         if seq.size != bs or last.size != bs:
             raise ValueError("alloc_extend: prefix_lens, seq_lens, last_loc differ in length")
-        ext = seq - pre
-        if bs and bool((ext < 0).any()):
-            raise ValueError("alloc_extend: a seq_len is shorter than its prefix_len")
-        if int(ext.sum()) != extend_num_tokens:
-            raise ValueError(
-                f"alloc_extend: extend_num_tokens {extend_num_tokens} != sum of extends "
-                f"{int(ext.sum())}"
-            )
+        ext = self._checked_extends(pre, seq, last, extend_num_tokens)
         debug = self.debug
-        if debug and bs and bool(((pre > 0) & ((last + 1) % ps != pre % ps)).any()):
-            raise ValueError("alloc_extend: last_loc does not continue its request's page")
         pages_before = (pre + ps - 1) // ps
         n_new = (seq + ps - 1) // ps - pages_before
         total = extend_num_tokens
