@@ -99,6 +99,25 @@ class RecordLog:
         )
         self.floats.extend(v for v, (name, _) in zip(row, self.schema) if name in floats)
 
+    def extend_rows(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        """Append ``n`` rows at once: ``ints`` ``[n, len(int_cols)]`` (str columns as
+        :meth:`code` values) and ``floats`` ``[n, len(float_cols)]``, in the layout's column
+        order (any int / float dtype; cast here). The same buffers as ``n`` single appends.
+        Raises ``ValueError`` on a shape that does not fit the layout or disagreeing row
+        counts, ``OverflowError`` on an int beyond a 32-bit log's range (nothing appended)."""
+        ni, nf = len(self.int_cols), len(self.float_cols)
+        if ints.ndim != 2 or ints.shape[1] != ni or floats.shape != (ints.shape[0], nf):
+            raise ValueError(
+                f"extend_rows: ints {ints.shape} / floats {floats.shape} do not fit "
+                f"{ni} int and {nf} float columns"
+            )
+        if self._int_dtype is np.int32 and ints.size:
+            lo, hi = int(ints.min()), int(ints.max())
+            if lo < -(2**31) or hi >= 2**31:
+                raise OverflowError(f"extend_rows: an int value outside int32 ({lo}..{hi})")
+        self.ints.frombytes(np.ascontiguousarray(ints, dtype=self._int_dtype).tobytes())
+        self.floats.frombytes(np.ascontiguousarray(floats, dtype=np.float64).tobytes())
+
     def last_row(self) -> tuple[array, array]:
         """The last row's ``(ints, floats)`` (copies). Raises ``IndexError`` when empty."""
         ni, nf = len(self.int_cols), len(self.float_cols)

@@ -244,3 +244,29 @@ def test_a_timed_call_leaves_out_bookkeeping_nested_in_it() -> None:
     assert ckpt < 1_000_000, ckpt  # 2 ms of bookkeeping ran inside it
     assert rec.take_charge_ns() == ckpt  # the coupled clock is charged what was recorded
     assert rec.untimed(lambda x: x + 1, 1) == 2
+
+
+@pytest.mark.parametrize("int32", [False, True])
+def test_extend_rows_gives_the_log_of_single_appends(int32: bool) -> None:
+    schema = [("op", "str"), ("n", "int64"), ("t", "float64"), ("ns", "int64")]
+    one = RecordLog(schema, int32=int32, wide=("ns",))
+    many = RecordLog(schema, int32=int32, wide=("ns",))
+    rows = [("a", 3, 0.5, 10**12), ("b", -4, 1.25, 7), ("a", 2**31 - 1, 2.0, 0)]
+    for r in rows:
+        one.append_row(r)
+    ints = np.array([[many.code(op), n] for op, n, _, _ in rows])
+    floats = np.array([[t, ns] for _, _, t, ns in rows], dtype=np.float64)
+    many.extend_rows(ints, floats)
+    assert one.rows == many.rows
+    assert one.ints == many.ints and one.floats == many.floats
+
+
+def test_extend_rows_refuses_what_does_not_fit() -> None:
+    log = RecordLog([("op", "str"), ("t", "float64")], int32=True)
+    with pytest.raises(ValueError, match="do not fit"):
+        log.extend_rows(np.zeros((2, 2)), np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="do not fit"):
+        log.extend_rows(np.zeros((2, 1)), np.zeros((3, 1)))
+    with pytest.raises(OverflowError, match="outside int32"):
+        log.extend_rows(np.array([[2**31]]), np.zeros((1, 1)))
+    assert len(log) == 0
