@@ -7,12 +7,19 @@ asks for compact storage). No Python object is kept per row: on the whole Moonca
 (~600k op rows, ~157k step rows) a list of row tuples held ~180 MB of objects, which the
 cyclic collector then had to walk once, and turning them into columns took ~0.2 s; here the
 frame is a reshape of two buffers.
+
+Rows can leave memory (:meth:`RecordLog.spill`): a log that gets a row per simulated step (a
+whole trace behind N instances: millions of op and step rows, ~340 MB at 8 instances) moves
+its buffers to an anonymous temporary file now and then, and reads them back chunk by chunk
+(:meth:`RecordLog.chunks`) when its columns are asked for; the same rows, the same columns.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from array import array
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +45,15 @@ def repeated(value: str | None, n: int, dtype: Any = STR) -> Any:
     values = np.empty(n, dtype=object)
     values.fill(value)
     return pd.array(values, dtype=dtype)
+
+
+class _Disk:
+    """A log's rows moved out of memory: its temporary ``file`` (None until the first
+    :meth:`RecordLog.spill`) and the ``rows`` of each chunk in it, in order."""
+
+    def __init__(self) -> None:
+        self.file: Any = None
+        self.rows: list[int] = []
 
 
 class RecordLog:
@@ -79,6 +95,20 @@ class RecordLog:
         self.floats = array("d")
         self.names: list[str] = []  # str values by code
         self._codes: dict[str, int] = {}
+        self._disk = _Disk()  # rows moved out of memory (:meth:`spill`)
+
+    #: What a log's rows live in: what :meth:`view` shares.
+    _ROWS = ("schema", "wide", "int_cols", "float_cols", "_int_dtype", "ints", "floats",
+             "names", "_codes", "_disk")  # fmt: skip
+
+    def view(self) -> RecordLog:
+        """A plain ``RecordLog`` on this log's rows: the same buffers, codes and file (it sees
+        later appends and spills), without what a subclass adds (an ``OpRecorder``'s clock,
+        and through it the whole simulation): a run's tables hold its rows, not the run."""
+        view = RecordLog.__new__(RecordLog)
+        for name in self._ROWS:
+            setattr(view, name, getattr(self, name))
+        return view
 
     def code(self, name: str) -> int:
         """The int code standing for the str value ``name`` (assigned on first use)."""
@@ -118,51 +148,152 @@ class RecordLog:
         self.ints.frombytes(np.ascontiguousarray(ints, dtype=self._int_dtype).tobytes())
         self.floats.frombytes(np.ascontiguousarray(floats, dtype=np.float64).tobytes())
 
+    def spill(self, min_rows: int = 1) -> bool:
+        """Move the rows held in memory to the log's temporary file (anonymous: deleted with
+        the log) as one chunk, if there are at least ``min_rows`` (and one); returns whether
+        it did. ``ints`` / ``floats`` are emptied in place, so a writer holding their bound
+        ``extend`` goes on appending. Raises ``ValueError`` when the two buffers do not hold
+        the same number of rows (nothing moved); ``OSError`` from the file system."""
+        ni, nf = len(self.int_cols), len(self.float_cols)
+        n = len(self.ints) // ni
+        if n < max(min_rows, 1):
+            return False
+        if len(self.ints) != n * ni or len(self.floats) != n * nf:
+            raise ValueError(f"log rows disagree: {len(self.ints)} ints, {len(self.floats)} floats")
+        disk = self._disk
+        if disk.file is None:
+            # open as long as the log lives (closed, and so deleted, with it)
+            disk.file = tempfile.TemporaryFile(prefix="radixbench-log-")  # noqa: SIM115
+        disk.file.seek(0, os.SEEK_END)
+        self.ints.tofile(disk.file)
+        self.floats.tofile(disk.file)
+        del self.ints[:]
+        del self.floats[:]
+        disk.rows.append(n)
+        return True
+
+    def _read(self, at: int, n: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """The spilled chunk of ``n`` rows at byte ``at``: (next offset, ints, floats)."""
+        file = self._disk.file
+        ni, nf = len(self.int_cols), len(self.float_cols)
+        ints = np.empty((n, ni), dtype=self._int_dtype)
+        floats = np.empty((n, nf), dtype=np.float64)
+        file.seek(at)
+        for buf in (ints, floats):
+            if file.readinto(buf.data.cast("B")) != buf.nbytes:
+                raise OSError("a log's temporary file is shorter than its rows")
+        return at + ints.nbytes + floats.nbytes, ints, floats
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every row in order, chunk by chunk (the spilled ones, then those in memory):
+        ``(ints [n, len(int_cols)], floats [n, len(float_cols)])`` in the buffers' dtypes
+        (int32 or int64; float64). The chunk in memory is a view of the buffers: use it before
+        the next append. Raises ``ValueError`` when the buffers in memory disagree on rows."""
+        at = 0
+        for n in list(self._disk.rows):
+            at, ints, floats = self._read(at, n)
+            yield ints, floats
+        ni, nf = len(self.int_cols), len(self.float_cols)
+        n = len(self.ints) // ni
+        if n == 0 and self._disk.rows:
+            return
+        floats = np.frombuffer(self.floats, dtype=np.float64)
+        if floats.size != n * nf:
+            raise ValueError(f"log rows disagree: {n} int rows, {floats.size} float values")
+        yield np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, ni), floats.reshape(n, nf)
+
     def last_row(self) -> tuple[array, array]:
         """The last row's ``(ints, floats)`` (copies). Raises ``IndexError`` when empty."""
         ni, nf = len(self.int_cols), len(self.float_cols)
         if not self.ints:
-            raise IndexError("last_row of an empty log")
+            if not self._disk.rows:
+                raise IndexError("last_row of an empty log")
+            *_, (ints, floats) = self.chunks()
+            return array(self.ints.typecode, ints[-1].tolist()), array("d", floats[-1].tolist())
         return self.ints[-ni:], (self.floats[-nf:] if nf else array("d"))
 
     def __len__(self) -> int:
-        return len(self.ints) // len(self.int_cols)
+        return sum(self._disk.rows) + len(self.ints) // len(self.int_cols)
 
-    def columns(self) -> dict[str, Any]:
-        """Every column as an array, schema order: int64 / float64 numpy arrays (fresh), str
-        columns as pandas' string array (the dtype a DataFrame gives a column of str).
-        Raises ``ValueError`` when the two buffers do not hold the same number of rows."""
-        n = len(self)
-        ints = np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, len(self.int_cols))
-        floats = np.frombuffer(self.floats, dtype=np.float64)
-        if floats.size != n * len(self.float_cols):
-            raise ValueError(f"log rows disagree: {n} int rows, {floats.size} float values")
-        floats = floats.reshape(n, len(self.float_cols))
-        names = pd.array(np.array(self.names, dtype=object), dtype=STR)
-        out: dict[str, Any] = {}
-        for name, kind in self.schema:
-            if name in self.float_cols:
-                fcol = floats[:, self.float_cols.index(name)]
-                out[name] = fcol.astype(np.int64) if kind == "int64" else fcol.copy()
+    def columns(
+        self,
+        names: Collection[str] | None = None,
+        where: tuple[str, Collection[str]] | None = None,
+        codes: bool = False,
+    ) -> dict[str, Any]:
+        """Columns as arrays, schema order (all, or those in ``names``): int64 / float64 numpy
+        arrays (fresh), str columns as pandas' string array (the dtype a DataFrame gives a
+        column of str; ``codes=True``: their int64 codes, :attr:`names` by code). ``where``
+        ``(str column, values)``: only the rows whose value is among ``values``. Peak memory:
+        the columns asked for and one chunk. Raises ``ValueError`` when the buffers disagree
+        on rows, ``KeyError`` for a ``where`` column that is not a str column."""
+        keep = at = None
+        if where is not None:
+            col, values = where
+            if (col, "str") not in self.schema:
+                raise KeyError(f"where: {col!r} is not a str column of the log")
+            keep = np.array([self._codes[v] for v in values if v in self._codes], dtype=np.int64)
+            at = self.int_cols.index(col)
+        pieces: list[dict[str, Any]] = []
+        for ints, floats in self.chunks():  # typed copies per chunk: the chunk is let go
+            rows = None if keep is None else np.isin(ints[:, at], keep)
+            pieces.append(self._typed(self._views(ints, floats, names, rows)))
+        return self._join(pieces, codes)
+
+    def _typed(self, views: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``views`` as contiguous int64 / float64 copies (the columns' dtypes)."""
+        kinds = dict(self.schema)
+        return {name: np.array(v, dtype=np.float64 if kinds[name] == "float64" else np.int64)
+                for name, v in views.items()}  # fmt: skip
+
+    def _views(
+        self, ints: np.ndarray, floats: np.ndarray, names: Collection[str] | None, rows: Any
+    ) -> dict[str, np.ndarray]:
+        """The raw columns of one chunk (views; ``rows``: a mask or None), schema order."""
+        out = {}
+        for name, _ in self.schema:
+            if names is not None and name not in names:
                 continue
-            icol = ints[:, self.int_cols.index(name)].astype(np.int64)
-            out[name] = names.take(icol) if kind == "str" else icol
+            if name in self.float_cols:
+                col = floats[:, self.float_cols.index(name)]
+            else:
+                col = ints[:, self.int_cols.index(name)]
+            out[name] = col if rows is None else col[rows]
         return out
 
+    def _join(self, pieces: Sequence[dict[str, Any]], codes: bool = False) -> dict[str, Any]:
+        """The columns (as :meth:`columns`) of ``pieces``, one dict of :meth:`_typed` columns
+        per chunk, concatenated in order."""
+        labels = None if codes else pd.array(np.array(self.names, dtype=object), dtype=STR)
+        kinds = dict(self.schema)
+        out: dict[str, Any] = {}
+        for name in pieces[0] if pieces else ():
+            kind = kinds[name]
+            dtype = np.float64 if kind == "float64" else np.int64
+            if len(pieces) == 1 and pieces[0][name].dtype == dtype:
+                col = pieces[0][name]  # a fresh copy already (:meth:`_typed`)
+            else:
+                col = np.concatenate([p[name] for p in pieces], dtype=dtype, casting="unsafe")
+            out[name] = labels.take(col) if kind == "str" and labels is not None else col
+        return out
+
+    def slice_columns(
+        self,
+        ints: np.ndarray,
+        floats: np.ndarray,
+        names: Collection[str] | None = None,
+        codes: bool = False,
+    ) -> dict[str, Any]:
+        """The typed columns (as :meth:`columns`, all or ``names``) of the rows ``(ints,
+        floats)``: a chunk of :meth:`chunks` or a slice of one."""
+        return self._join([self._typed(self._views(ints, floats, names, None))], codes)
+
     def column(self, name: str) -> Any:
-        """One column as :meth:`columns` gives it (a fresh array). Raises ``KeyError`` for a
-        name not in the schema."""
+        """One column as :meth:`columns` gives it (a fresh array), a str column as a numpy
+        object array. Raises ``KeyError`` for a name not in the schema."""
         kind = dict(self.schema)[name]
-        n = len(self)
-        if name in self.float_cols:
-            floats = np.frombuffer(self.floats, dtype=np.float64).reshape(n, len(self.float_cols))
-            col = floats[:, self.float_cols.index(name)]
-            return col.astype(np.int64) if kind == "int64" else col.copy()
-        ints = np.frombuffer(self.ints, dtype=self._int_dtype).reshape(n, len(self.int_cols))
-        icol = ints[:, self.int_cols.index(name)].astype(np.int64)
-        if kind != "str":
-            return icol
-        return np.array(self.names, dtype=object)[icol]
+        col = self.columns((name,), codes=True)[name]
+        return np.array(self.names, dtype=object)[col] if kind == "str" else col
 
     def frame(self, variant: str) -> pd.DataFrame:
         """The rows as a DataFrame with a ``variant`` column first. Mutates nothing."""
