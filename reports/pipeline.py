@@ -39,6 +39,7 @@ from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
 from radixbench.reports.headline import DIVERGED_CAVEAT, Answer, answer, withhold
 from radixbench.reports.hicache import has_tiers, hicache_lines
+from radixbench.reports.parted import TableParts, as_frame, read_rows
 from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
 from radixbench.reports.reference import reference_lines, reference_rows
@@ -82,7 +83,7 @@ class ReportResult(TypedDict):
 def write_report(
     run_dir: Path | str,
     requests: pd.DataFrame,
-    ops: pd.DataFrame,
+    ops: pd.DataFrame | TableParts,
     meta: RunMeta | Mapping[str, Any],
     equivalence: Mapping[str, Any],
     baseline: Mapping[str, str] | None = None,
@@ -99,7 +100,10 @@ def write_report(
     """Validate, store, summarize, plot and report one run into ``run_dir``.
 
     ``requests`` and ``ops`` must follow :data:`~radixbench.reports.tables.REQUEST_COLUMNS` and
-    :data:`~radixbench.reports.tables.OP_COLUMNS`, ``timeseries`` (optional, absent in old runs)
+    :data:`~radixbench.reports.tables.OP_COLUMNS` (``ops`` a frame, or a table in parts,
+    ``reports.parted.TableParts``: summarised group by group, written chunk by chunk, its rows
+    read only where a table needs them, ``read_rows``, and as one frame only for the plots),
+    ``timeseries`` (optional, absent in old runs)
     :data:`~radixbench.reports.tables.TIMESERIES_COLUMNS`; all are validated before anything is
     written (:class:`ValueError` on a missing or mistyped column). ``metrics`` (optional): the
     serving-metrics table, one row per variant, stored and shown as given. ``meta`` and
@@ -123,7 +127,8 @@ def write_report(
     Returns a :class:`ReportResult` (a dict) with the written paths and the summary frames.
     """
     validate_frame(requests, REQUEST_COLUMNS, "requests")
-    validate_frame(ops, OP_COLUMNS, "ops")
+    # a cluster's per-op table comes in parts (reports.parted): read the rows needed
+    validate_frame(ops if isinstance(ops, pd.DataFrame) else ops.empty(), OP_COLUMNS, "ops")
     if timeseries is not None:
         validate_frame(timeseries, TIMESERIES_COLUMNS, "timeseries")
     if metrics is not None and not isinstance(metrics, pd.DataFrame):
@@ -143,17 +148,20 @@ def write_report(
     with bar:
         bar.set_postfix_str("summaries")
         # variants in the order listed (the harness concatenates them in spec order)
-        vs = VariantSet.from_frames(requests, ops, reference=references(meta.implementations))
+        op_variants = ops if isinstance(ops, pd.DataFrame) else ops.variants()
+        refs = references(meta.implementations)
+        vs = VariantSet.from_frames(requests, op_variants, reference=refs)
         ops_sum = vs.attach(op_summary(ops))
         var_sum = vs.attach(variant_summary(requests))
         base = vs.resolve_baseline(baseline)
-        speed = speedups(ops_sum, base, vs, ops)
+        rows = ops if isinstance(ops, pd.DataFrame) else read_rows(ops, vs, base)
+        speed = speedups(ops_sum, base, vs, rows)
         bar.update()
         bar.set_postfix_str("verdicts (bootstrap)")
         clock = meta.clock
         verdicts = verdict_table(
             requests,
-            ops,
+            rows,
             base,
             variants=vs,
             n_resamples=n_resamples,
@@ -172,7 +180,7 @@ def write_report(
         diffs = behaviour_diff(requests, vs, base, n_resamples=n_resamples) if diverged else []
         ans = answer(
             verdicts,
-            ops,
+            rows,
             base,
             vs,
             loads=load_check(requests, timeseries, meta),
@@ -197,7 +205,7 @@ def write_report(
         ref_lines: list[str] = []  # the answer's reference lines, in the PR summary too
         if meta.reference:
             ref_rows = reference_rows(
-                ops, vs, base, meta.reference, noise=verdicts, n_resamples=n_resamples,
+                rows, vs, base, meta.reference, noise=verdicts, n_resamples=n_resamples,
                 seed=seed or 0,
             )  # fmt: skip
             caveat = DIVERGED_CAVEAT if diverged else ""
@@ -251,7 +259,7 @@ def write_report(
         if on_answer is not None:
             on_answer(result)
         if render:
-            frames = (requests, ops, timeseries, metrics)
+            frames = (requests, as_frame(ops), timeseries, metrics)
             _render(result, run_dir, frames, meta, equivalence, svg, bar, extra)
     return result
 

@@ -41,6 +41,7 @@ import pandas as pd
 from radixbench.reports.axes import VariantSet
 from radixbench.reports.bootstrap import bootstrap_paired, bootstrap_ratio
 from radixbench.reports.diagnostics import load_check
+from radixbench.reports.parted import TableParts
 from radixbench.reports.record import RunMeta
 from radixbench.reports.verdicts import verdict
 
@@ -67,25 +68,37 @@ def _routers(requests: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(requests["variant"]))
 
 
+#: The ``timeseries`` columns :func:`instance_table` reads (with ``load_check``'s).
+INSTANCE_STEP_COLUMNS = ("variant", "sim_time_s", "step", "step_s", "running", "queue_len",
+                         "kv_used_tokens", "kv_capacity_tokens")  # fmt: skip
+
+
+def _instance_steps(timeseries: pd.DataFrame | TableParts, variant: str, inst: Any) -> pd.DataFrame:
+    """The steps of ``variant``'s instance ``inst``, in order (a table in parts: its
+    :data:`INSTANCE_STEP_COLUMNS` only, read from that instance's part)."""
+    if isinstance(timeseries, pd.DataFrame):
+        return timeseries[(timeseries["variant"] == variant) & (timeseries["instance"] == inst)]
+    cols = [c for c in INSTANCE_STEP_COLUMNS if c in timeseries.columns]
+    return timeseries.frame(cols, where={"variant": (variant,), "instance": (int(inst),)})
+
+
 def instance_table(
-    requests: pd.DataFrame, timeseries: pd.DataFrame, meta: RunMeta | None = None
+    requests: pd.DataFrame, timeseries: pd.DataFrame | TableParts, meta: RunMeta | None = None
 ) -> pd.DataFrame:
     """One row per (variant, instance): see the module docstring. ``overloaded`` and
-    ``overload_reasons`` need ``meta.max_running`` (else False / empty)."""
+    ``overload_reasons`` need ``meta.max_running`` (else False / empty). ``timeseries``: a
+    frame, or a table in parts (``reports.parted.TableParts``), read one instance at a time."""
     rows = []
     meta = meta or RunMeta()
-    tagged_r = requests.assign(variant=requests["variant"] + "#" + requests["instance"].astype(str))
-    tagged_t = timeseries.assign(
-        variant=timeseries["variant"] + "#" + timeseries["instance"].astype(str)
-    )
-    loads = {ld.variant: ld for ld in load_check(tagged_r, tagged_t, meta)}
     for (variant, inst), reqs in requests.groupby(["variant", "instance"], sort=False):
-        steps = timeseries[(timeseries["variant"] == variant) & (timeseries["instance"] == inst)]
+        steps = _instance_steps(timeseries, str(variant), inst)
+        tag = f"{variant}#{inst}"  # load_check's variant: one instance of the variant
+        loads = load_check(reqs.assign(variant=tag), steps.assign(variant=tag), meta)
+        ld = loads[0] if loads else None
         done = reqs[reqs["status"] == "finished"]
         w = steps["step_s"].to_numpy(np.float64)
         util = (steps["kv_used_tokens"] / steps["kv_capacity_tokens"]).to_numpy(np.float64)
         queue = steps["queue_len"].to_numpy(np.float64)
-        ld = loads.get(f"{variant}#{inst}")
         rows.append(
             {
                 "variant": variant,

@@ -22,6 +22,7 @@ import pandas as pd
 
 from radixbench.reports.headline import Answer
 from radixbench.reports.markdown import pipe_table
+from radixbench.reports.parted import TableParts
 from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta
 from radixbench.reports.routing import (
@@ -113,8 +114,8 @@ def answer_lines(routers: pd.DataFrame, verdicts: pd.DataFrame) -> list[str]:
 def write_routing_report(
     run_dir: Path | str,
     requests: pd.DataFrame,
-    ops: pd.DataFrame,
-    timeseries: pd.DataFrame,
+    ops: pd.DataFrame | TableParts,
+    timeseries: pd.DataFrame | TableParts,
     metrics: pd.DataFrame,
     load: pd.DataFrame,
     meta: RunMeta,
@@ -127,7 +128,9 @@ def write_routing_report(
 ) -> dict[str, Any]:
     """Write the cluster run's tables (and, with ``render``, plots and reports) into
     ``run_dir``; returns ``write_report``'s result with ``routers``, ``instances``,
-    ``router_verdicts`` frames and ``answer`` replaced by the routing answer."""
+    ``router_verdicts`` frames and ``answer`` replaced by the routing answer. ``ops`` and
+    ``timeseries``: frames, or tables in parts (``reports.parted.TableParts``: a whole trace
+    behind N instances), read in parts and written chunk by chunk."""
     run_dir = Path(run_dir)
     result: dict[str, Any] = dict(
         write_report(

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.axes import VariantSet
+from radixbench.reports.parted import TableParts
 from radixbench.reports.tables import OP_COLUMNS, REQUEST_COLUMNS, REQUEST_STATUSES, validate_frame
 
 __all__ = [
@@ -64,17 +65,27 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else float("nan")
 
 
-def op_summary(ops: pd.DataFrame) -> pd.DataFrame:
+def op_summary(ops: pd.DataFrame | TableParts) -> pd.DataFrame:
     """Summarize per-op latencies: one row per (op, variant), sorted by op then variant.
 
     Columns (:data:`OP_SUMMARY_COLUMNS`): ``count`` calls; ``mean_ns``, ``p50_ns``, ``p90_ns``,
     ``p99_ns`` (float, ns); ``max_ns`` (int64, ns); ``total_ms`` = sum of ``ns`` / 1e6 (ms).
-    Needs the ``variant``, ``op`` and ``ns`` columns of the per-op table.
+    Needs the ``variant``, ``op`` and ``ns`` columns of the per-op table (a frame, or a table
+    in parts: ``reports.parted.TableParts``, read group by group).
     """
-    validate_frame(ops, {k: OP_COLUMNS[k] for k in ("variant", "op", "ns")}, "ops")
+    need = {k: OP_COLUMNS[k] for k in ("variant", "op", "ns")}
+    if isinstance(ops, pd.DataFrame):
+        validate_frame(ops, need, "ops")
+        groups = [
+            (key, g["ns"].to_numpy(dtype=np.int64))
+            for key, g in ops.groupby(["op", "variant"], sort=True)
+        ]
+    else:  # a table in parts (reports.parted): the same groups, read group by group
+        validate_frame(ops.empty(), need, "ops")
+        by_key = ops.groups("op", "ns")
+        groups = [(key, by_key[key]) for key in sorted(by_key)]
     rows = []
-    for (op, variant), group in ops.groupby(["op", "variant"], sort=True):
-        ns = group["ns"].to_numpy(dtype=np.int64)
+    for (op, variant), ns in groups:
         rows.append(
             {
                 "op": str(op),

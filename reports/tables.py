@@ -114,8 +114,9 @@ def validate_frame(df: pd.DataFrame, columns: Mapping[str, str], name: str) -> N
             )
 
 
-def write_table(df: pd.DataFrame, directory: Path | str, stem: str) -> tuple[Path, Path]:
-    """Write ``df`` to ``<directory>/<stem>.parquet`` and ``<directory>/<stem>.csv``.
+def write_table(df: Any, directory: Path | str, stem: str) -> tuple[Path, Path]:
+    """Write ``df`` (a DataFrame, or a table held in parts: ``reports.parted.TableParts``,
+    written chunk by chunk) to ``<directory>/<stem>.parquet`` and ``<directory>/<stem>.csv``.
 
     Both files are serialized to temporary files in ``directory`` first and only then moved
     over the targets with :func:`os.replace`; if either serialization fails, neither existing
@@ -131,6 +132,11 @@ def write_table(df: pd.DataFrame, directory: Path | str, stem: str) -> tuple[Pat
     parquet_path = directory / f"{stem}.parquet"
     csv_path = directory / f"{stem}.csv"
     with atomic_paths(parquet_path, csv_path) as (parquet_tmp, csv_tmp):
+        if not isinstance(df, pd.DataFrame):
+            from radixbench.reports.parted import write_parts
+
+            write_parts(df, parquet_tmp, csv_tmp)
+            return parquet_path, csv_path
         # what df.to_parquet(engine="pyarrow", index=False) does, the Arrow table kept
         table = pa.Table.from_pandas(df, preserve_index=False)
         pq.write_table(table, parquet_tmp)
