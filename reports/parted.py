@@ -54,8 +54,8 @@ class TableParts(Protocol):
         """Every row in order, a bounded frame at a time."""
         ...
 
-    def groups(self, by: str, column: str) -> dict[tuple[str, str], np.ndarray]:
-        """``(value of by, variant) -> column`` in row order."""
+    def groups(self, by: str, column: str) -> Iterator[tuple[tuple[str, str], np.ndarray]]:
+        """``((value of by, variant), column)`` in key order, each in row order."""
         ...
 
     def values(self, column: str) -> list[str]:

@@ -15,7 +15,8 @@ splitting their display names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,16 +75,16 @@ def op_summary(ops: pd.DataFrame | TableParts) -> pd.DataFrame:
     in parts: ``reports.parted.TableParts``, read group by group).
     """
     need = {k: OP_COLUMNS[k] for k in ("variant", "op", "ns")}
+    groups: Iterable[tuple[Any, np.ndarray]]
     if isinstance(ops, pd.DataFrame):
         validate_frame(ops, need, "ops")
-        groups = [
+        groups = (
             (key, g["ns"].to_numpy(dtype=np.int64))
             for key, g in ops.groupby(["op", "variant"], sort=True)
-        ]
-    else:  # a table in parts (reports.parted): the same groups, read group by group
+        )
+    else:  # a table in parts (reports.parted): the same groups, one at a time
         validate_frame(ops.empty(), need, "ops")
-        by_key = ops.groups("op", "ns")
-        groups = [(key, by_key[key]) for key in sorted(by_key)]
+        groups = ops.groups("op", "ns")
     rows = []
     for (op, variant), ns in groups:
         rows.append(

@@ -161,6 +161,12 @@ class PartedTable:
         got = [p.log.columns(read, where=cond, codes=True) for p in parts]
         return self._frame([(p, len(c[read[0]])) for p, c in zip(parts, got)], cols, iter(got))
 
+    def column(self, name: str) -> Any:
+        """One column over all rows as an array (numpy for int64 / float64 columns; the
+        string array of :meth:`frame` for str ones). Raises ``KeyError`` for an unknown one."""
+        col = self.frame([name])[name]
+        return col.array if dict(self.schema).get(name, "str") == "str" else col.to_numpy()
+
     def _frame(
         self, sized: list[tuple[Part, int]], cols: Sequence[str], reads: Iterator[dict[str, Any]]
     ) -> pd.DataFrame:
@@ -205,13 +211,16 @@ class PartedTable:
                     part = p.log.slice_columns(ints[lo:hi], floats[lo:hi], logged, codes=True)
                     yield self._frame([(p, len(ints[lo:hi]))], cols, iter([part]))
 
-    def groups(self, by: str, column: str) -> dict[tuple[str, str], np.ndarray]:
-        """``(value of str column by, variant) -> column's values`` of those rows, in row order
-        (int64 / float64): the groups of ``frame().groupby([by, "variant"])[column]``."""
+    def groups(self, by: str, column: str) -> Iterator[tuple[tuple[str, str], np.ndarray]]:
+        """``((value of str column by, variant), column's values)`` in key order, values in row
+        order (int64 / float64): the groups of ``frame().groupby([by, "variant"])[column]``,
+        one concatenated at a time (what is held: the column once, and one group)."""
         acc: dict[tuple[str, str], list[np.ndarray]] = {}
         for p in self.parts:
             cols = p.log.columns((by, column), codes=True)
             key, val = cols[by], cols[column]
             for code in np.unique(key).tolist():
                 acc.setdefault((p.log.names[code], p.variant), []).append(val[key == code])
-        return {k: np.concatenate(v) for k, v in acc.items()}
+            del cols, key, val
+        for k in sorted(acc):
+            yield k, np.concatenate(acc.pop(k))
