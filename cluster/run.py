@@ -44,9 +44,10 @@ from radixbench.sim.config import SimConfig, Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
 from radixbench.sim.metrics import serving_metrics
-from radixbench.sim.records import stacked_frame
+from radixbench.sim.parted import PartedTable
 from radixbench.sim.request import Req
-from radixbench.sim.run import VariantResult, VariantSim, request_frame, with_axes
+from radixbench.sim.result import VariantResult, request_frame, with_axes
+from radixbench.sim.run import VariantSim
 from radixbench.sim.server import Server
 from radixbench.workloads.tokens import block_tokens
 from radixbench.workloads.trace import TraceRequest
@@ -245,34 +246,34 @@ class ClusterSim:
         )
         reqs["predicted_hit_tokens"] = pred.where(pred >= 0)
         index = [inst.index for inst in self.instances]
-        timeseries = stacked_frame([i.step_log for i in self.instances], name, "instance", index)
-        ops_df = stacked_frame(
-            [*(i.rec for i in self.instances), self.rec], name, "instance", [*index, -1]
-        )
-        metrics = serving_metrics(done, timeseries, self.cfg.clock)
-        metrics.update(self._cluster_metrics(ops_df))
-        metrics.update(self.sim.run_metrics())
-        axes = self.variant.axes()
         v = self.variant
+        axes = v.axes()
+        steps = PartedTable.of([i.step_log for i in self.instances], name, axes, "instance", index)
+        ops = PartedTable.of(
+            [*(i.rec for i in self.instances), self.rec], name, axes, "instance", [*index, -1]
+        )
+        metrics = serving_metrics(done, steps, self.cfg.clock)
+        metrics.update(self._cluster_metrics(ops))
+        metrics.update(self.sim.run_metrics())
         return VariantResult(
             name,
             with_axes(v, reqs),
-            with_axes(v, ops_df),
+            ops,
             float(self.env.now),
-            with_axes(v, timeseries),
+            steps,
             {"variant": name, **axes, **metrics},
             self.events,
             self.wall_ns * 1e-9,
         )
 
-    def _cluster_metrics(self, ops: pd.DataFrame) -> dict[str, Any]:
+    def _cluster_metrics(self, ops: PartedTable) -> dict[str, Any]:
         n = self.spec.instances
         load = np.frombuffer(self._load, dtype=np.int64).reshape(-1, n).astype(np.float64)
         mean = load.mean(axis=1)
         ratio = np.divide(load.max(axis=1), mean, out=np.ones_like(mean), where=mean > 0)
         t = np.asarray(self._load_t, dtype=np.float64)
         w = np.diff(t, append=t[-1]) if t.size else t
-        route = ops.loc[ops["op"] == "route", "ns"].to_numpy(np.float64)
+        route = ops.frame(["ns"], where={"op": ("route",)})["ns"].to_numpy(np.float64)
         return {
             "instances": n,
             "load_imbalance": float(np.average(ratio, weights=w)) if w.sum() > 0 else 1.0,

@@ -1,4 +1,5 @@
-"""Run one variant of a scenario: trace requests in, per-request and per-op tables out."""
+"""Run one variant of a scenario: trace requests in, per-request and per-op tables out
+(``sim.result``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import gc
 import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import partial
 from time import perf_counter_ns
 from typing import Any
@@ -18,11 +18,14 @@ import torch
 from radixbench.cache.kv_events import KVEventConfig
 from radixbench.sim.clock import SimEnvironment
 from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.heap import trim_heap
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_event_log import KVEventLog
-from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
-from radixbench.sim.records import STRING, RecordLog, repeated
+from radixbench.sim.metrics import serving_metrics
+from radixbench.sim.parted import PartedTable
+from radixbench.sim.records import RecordLog
 from radixbench.sim.request import Req
+from radixbench.sim.result import VariantResult, request_frame, with_axes
 from radixbench.sim.scheduler import Scheduler
 from radixbench.sim.server import Server
 from radixbench.sim.tier_metrics import REQUEST_TIER_COLUMNS, request_columns, run_metrics
@@ -31,25 +34,8 @@ from radixbench.sim.transfers import TRANSFER_SCHEMA
 from radixbench.workloads.tokens import block_tokens
 from radixbench.workloads.trace import TraceRequest
 
-
-@dataclass(frozen=True, slots=True)
-class VariantResult:
-    """``requests``/``ops``/``timeseries``: the per-request, per-op and per-step tables;
-    ``metrics``: the serving metrics (one ``metrics`` row, docs/CONTRACTS.md); ``sim_end_s``:
-    simulated time of the last event; ``events``: simpy events processed; ``wall_s``: wall
-    time spent stepping this simulation (s)."""
-
-    variant: str
-    requests: pd.DataFrame
-    ops: pd.DataFrame
-    sim_end_s: float
-    timeseries: pd.DataFrame
-    metrics: dict[str, Any]
-    events: int
-    wall_s: float
-    #: further tables by stem: with HiCache ``transfers`` and ``tiers``
-    #: (``radixbench.sim.tier_metrics``); empty without
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+#: Rows a server's op or step log holds in memory before moving them to disk.
+SPILL_ROWS = 1 << 16
 
 
 @contextmanager
@@ -84,44 +70,6 @@ def resolve_device(name: str) -> torch.device:
     raise ValueError(f"unknown device {name!r}; known: auto, cpu, cuda")
 
 
-def request_frame(variant: str, reqs: Sequence[Req]) -> pd.DataFrame:
-    """The per-request table (docs/CONTRACTS.md, ``requests``) of ``reqs`` under ``variant``,
-    sorted by ``rid``."""
-    df = pd.DataFrame(
-        {
-            "rid": [r.rid for r in reqs],
-            "arrival_s": [r.arrival_s for r in reqs],
-            "input_len": [r.input_len for r in reqs],
-            "output_len": [r.output_len for r in reqs],
-            "prefix_hit_tokens": [r.prefix_hit_tokens for r in reqs],
-            "first_token_s": [r.first_token_s for r in reqs],
-            "finish_s": [r.finish_s for r in reqs],
-            "status": [r.status for r in reqs],
-            "retractions": [r.retractions for r in reqs],
-            "itl_max_s": max_gaps(*token_gaps(reqs)),
-        }
-    )
-    df = df.astype(
-        {
-            "rid": "int64",
-            "input_len": "int64",
-            "output_len": "int64",
-            "prefix_hit_tokens": "int64",
-            "arrival_s": "float64",
-            "first_token_s": "float64",
-            "finish_s": "float64",
-            "retractions": "int64",
-            "itl_max_s": "float64",
-        }
-    )
-    df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
-    df["e2e_s"] = df["finish_s"] - df["arrival_s"]
-    n_dec = (df["output_len"] - 1).where(df["output_len"] > 1)
-    df["tpot_s"] = (df["finish_s"] - df["first_token_s"]) / n_dec
-    df.insert(0, "variant", repeated(variant, len(df)))
-    return df.sort_values("rid", kind="stable").reset_index(drop=True)
-
-
 #: Where an arriving request goes: ``dispatch(tr) -> (server index, request, hold_s)``: the
 #: request reaches that server ``hold_s`` (s, >= 0) of simulated time later (a router's
 #: measured decision time, when it is coupled to the clock). A negative index refuses it (a
@@ -138,15 +86,6 @@ def trace_request(tr: TraceRequest) -> Req:
 
 def _one_server(tr: TraceRequest) -> tuple[int, Req, float]:
     return 0, trace_request(tr), 0.0
-
-
-def with_axes(variant: Variant, df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``variant``'s axis columns (``Variant.axes``: impl, evictor, matcher,
-    flatten, extra axes; string dtype, missing where the implementation runs its own
-    algorithm) inserted after ``variant`` (mutates and returns ``df``)."""
-    for i, (axis, value) in enumerate(variant.axes().items(), start=1):
-        df.insert(i, axis, pd.Series(repeated(value, len(df), STRING), index=df.index))
-    return df
 
 
 class VariantSim:
@@ -273,7 +212,20 @@ class VariantSim:
                 return env.peek() != simpy.core.Infinity
             finally:
                 self.events += n
+                self.spill_logs()
                 self.wall_ns += perf_counter_ns() - t0
+
+    def spill_logs(self) -> None:
+        """Move each server's op and step rows to disk once :data:`SPILL_ROWS` are held in
+        memory (``RecordLog.spill``: a whole trace behind N instances logs millions of rows,
+        read back chunk by chunk when the tables are written), and after a move give the
+        heap's free pages back (``sim.heap.trim_heap``: ~13 ms, once per
+        :data:`SPILL_ROWS` rows of a log). Between event slices: no cache call is timed."""
+        moved = False
+        for s in self.servers:
+            moved = s.rec.spill(SPILL_ROWS) | s.step_log.spill(SPILL_ROWS) | moved
+        if moved:
+            trim_heap()
 
     def run_metrics(self) -> dict[str, Any]:
         """``events`` (simpy events processed), ``wall_s`` (s spent stepping), ``events_per_s``."""
@@ -292,7 +244,8 @@ class VariantSim:
         server.check_kv()
         name = self.variant.name
         done = server.done
-        steps = server.steps_frame(name)
+        v = self.variant
+        steps = PartedTable.of([server.step_log], name, v.axes())
         metrics = serving_metrics(done, steps, self.cfg.clock)
         requests = request_frame(name, done)
         tables: dict[str, pd.DataFrame] = {}
@@ -316,13 +269,12 @@ class VariantSim:
                 )
             )  # fmt: skip
         metrics.update(self.run_metrics())
-        v = self.variant
         return VariantResult(
             name,
             with_axes(v, requests),
-            with_axes(v, server.ops_frame(name)),
+            PartedTable.of([server.rec], name, v.axes()),
             float(self.env.now),
-            with_axes(v, steps),
+            steps,
             {"variant": name, **v.axes(), **metrics},
             self.events,
             self.wall_ns * 1e-9,

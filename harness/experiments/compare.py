@@ -7,8 +7,9 @@ workloads (trace) -> sim (one run per variant, same schedule) -> equivalence che
 from __future__ import annotations
 
 import dataclasses
+import gc
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,15 @@ from radixbench.harness.experiments.workload import (
     served_ceiling,
 )
 from radixbench.reports.axes import AXES, REPLICA, VariantSet
+from radixbench.reports.parted import as_frame
 from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta, write_meta
 from radixbench.reports.routing_report import write_routing_report
 from radixbench.sim.config import SimConfig, Variant
+from radixbench.sim.heap import trim_heap
 from radixbench.sim.kv_event_log import KVEventLog
-from radixbench.sim.run import VariantSim, resolve_device, run_interleaved
+from radixbench.sim.parted import PartedTable
+from radixbench.sim.run import VariantResult, VariantSim, resolve_device, run_interleaved
 from radixbench.workloads.trace import check_bad_line_policy
 
 
@@ -152,6 +156,24 @@ def _extra(extra_meta: dict[str, Any] | None, cluster: Any, log: KVEventLog | No
     return out
 
 
+def _run_tables(
+    results: Sequence[VariantResult],
+) -> tuple[pd.DataFrame | PartedTable, pd.DataFrame | PartedTable]:
+    """The per-op and per-step tables of ``results``: kept in parts (the servers' logs, read
+    by the report as it needs them and written chunk by chunk: millions of rows on a whole
+    trace behind N instances) when the variants share their columns, else (an A/A replica's
+    own axis) concatenated frames."""
+    if len({tuple(r.op_table.columns) for r in results}) == 1:
+        return (
+            PartedTable.concat([r.op_table for r in results]),
+            PartedTable.concat([r.step_table for r in results]),
+        )
+    return (
+        pd.concat([r.ops for r in results], ignore_index=True),
+        pd.concat([r.timeseries for r in results], ignore_index=True),
+    )
+
+
 def run_compare(
     spec: CompareSpec,
     progress: bool | None = None,
@@ -195,9 +217,17 @@ def run_compare(
         if log is not None:
             log.abort()
         raise
+    impls = implementations(variants, [s.cache for s in sims])
+    load = (
+        pd.concat([s.load_frame() for s in sims], ignore_index=True)
+        if cluster is not None
+        else None
+    )
+    del sims  # the runs' state (trees, routers, servers): the tables hold only their logs
+    gc.collect()
+    trim_heap()
     requests = pd.concat([r.requests for r in results], ignore_index=True)
-    ops = pd.concat([r.ops for r in results], ignore_index=True)
-    timeseries = pd.concat([r.timeseries for r in results], ignore_index=True)
+    ops, timeseries = _run_tables(results)
     metrics = pd.DataFrame([r.metrics for r in results])
     stems = list(dict.fromkeys(stem for r in results for stem in r.tables))
     tables = {
@@ -219,7 +249,7 @@ def run_compare(
         reference_note=spec.scenario.reference_note,
         expect_divergence=spec.expect_divergence,
         variants=[{"name": v.name, **v.axes()} for v in variants],
-        implementations=implementations(variants, [s.cache for s in sims]),
+        implementations=impls,
         hit_rate_ceiling=ceiling,
         hit_rate_belady=belady,
         skipped_lines=len(workload.skipped),
@@ -249,7 +279,7 @@ def run_compare(
                 ops,
                 meta,
                 equivalence,
-                timeseries=timeseries,
+                timeseries=as_frame(timeseries),
                 metrics=metrics,
                 tables=tables,
                 render=full_report,
@@ -258,7 +288,7 @@ def run_compare(
                 on_answer=None if on_answer is None else answered,
             )
         else:
-            load = pd.concat([s.load_frame() for s in sims], ignore_index=True)
+            assert load is not None
             report = dict(
                 write_routing_report(
                     run.tmp,

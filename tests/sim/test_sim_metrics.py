@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from radixbench.sim.metrics import max_gaps, serving_metrics, token_gaps
+from radixbench.sim.parted import PartedTable
 from radixbench.sim.request import Req
+from radixbench.sim.timeseries import StepLog
 
 
 def _req(rid: int, arrival: float, tokens: list[float], hit: int = 0) -> Req:
@@ -72,3 +74,34 @@ def test_token_gaps_and_max_gaps_per_request() -> None:
     assert [None if math.isnan(x) else x for x in m.tolist()] == [None, 2.0, None, 0.25, None, 1.5]
     g, c = token_gaps([])
     assert g.size == 0 and c.size == 0 and max_gaps(g, c).size == 0
+
+
+def test_metrics_from_steps_in_parts_are_those_of_the_frame() -> None:
+    """A cluster's step table in parts (read a column at a time) gives the frame's metrics."""
+    logs = [StepLog(), StepLog()]
+    rng = np.random.default_rng(1)
+    for k, log in enumerate(logs):
+        for i in range(40):
+            log.append(
+                i * 0.1,
+                "decode",
+                float(rng.random()),
+                float(rng.random()) / 7,
+                3,
+                3,
+                int(rng.integers(9)),
+                3,
+                int(rng.integers(1, 900)),
+                1000 + k,
+                0,
+                0,
+                0,
+            )
+            if i % 9 == 8:
+                log.spill()
+    table = PartedTable.of(logs, "v", {"impl": "radixbench"}, "instance", [0, 1])
+    ok = Req(0, 0.0, array("q", range(10)), 3)
+    ok.status, ok.first_token_s, ok.finish_s, ok.token_s = "finished", 0.5, 1.5, [0.5, 1.0, 1.5]
+    assert serving_metrics([ok], table, "isolated") == serving_metrics(
+        [ok], table.frame(), "isolated"
+    )
