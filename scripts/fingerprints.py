@@ -10,7 +10,8 @@ tables each run writes, and compares two such fingerprint files:
 
 Tables fingerprinted: ``requests``, ``timeseries`` (the scheduler's steps), ``ops`` without the
 measured ``ns``, and ``metrics`` without measured CPU and wall times (``measured_cpu_s``,
-``wall_s``, ``events_per_s``), each without the rows of an A/A replica (``replica`` column);
+``wall_s``, ``events_per_s``; a router's decision time ``route_p50_us`` / ``route_p99_us``),
+each without the rows of an A/A replica (``replica`` column);
 sweeps and studies by their cells' / points' tables, replays by their ``summary`` and
 ``requests``. Each column is hashed on its own (sha256 of its values), so a column added later
 is reported as added, not as a difference: ``diff`` fails (exit 1) when a column both files
@@ -36,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 #: Columns whose values are measurements (wall clock), never deterministic.
-MEASURED = {"ns", "measured_cpu_s", "wall_s", "events_per_s", "point_wall_s", "tokens_s"}
+MEASURED = {"ns", "measured_cpu_s", "wall_s", "events_per_s", "point_wall_s", "tokens_s",
+            "route_p50_us", "route_p99_us"}  # fmt: skip
 
 STUDY = """description = "fingerprint study: one point"
 family = "eviction"
@@ -91,6 +93,11 @@ CONFIGS: dict[str, tuple[list[str], str]] = {
                             "radixbench,sglang-legacy", "--evictors", "heapify,persistent-heap",
                             "--set", "cache.split_rule=legacy"], "compare"),
     "few-shot": (["compare", "few-shot", "--requests", "400"], "compare"),
+    "cluster": (["compare", "mooncake-cluster", "--requests", "600", "--instances", "4",
+                 "--routers", "cache-aware,round-robin,precise", "--page-size", "16"],
+                "compare"),
+    "cluster-flatten": (["compare", "mooncake-cluster", "--requests", "300", "--instances", "2",
+                         "--routers", "cache-aware", "--flatten", "numpy,chain"], "compare"),
     "sweep": (["sweep", "{grid}", "--workers", "1"], "sweep"),
     "study": (["study", "{study}", "--quick", "--workers", "1"], "study"),
     "replay": (["replay", "eviction-pressure", "--requests", "3000"], "replay"),
@@ -203,7 +210,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                 print(f"{name}/{table}: rows {ta[table]['rows']} -> {tb[table]['rows']}")
                 bad += 1
             ca, cb = ta[table]["columns"], tb[table]["columns"]
-            for col in sorted(set(ca) | set(cb)):
+            for col in sorted((set(ca) | set(cb)) - MEASURED):  # files from before a MEASURED
                 if col in ca and col in cb:
                     if ca[col] != cb[col]:
                         print(f"{name}/{table}.{col}: differs")
