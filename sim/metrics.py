@@ -24,7 +24,9 @@ from radixbench.sim.request import Req
 
 
 def _stats(name: str, values_s: np.ndarray, out: dict[str, Any]) -> None:
-    ms = values_s * 1e3  # a temporary: the median and percentile may reorder it in place
+    """Mean, median and p99 (ms) of ``values_s``: a temporary of the caller's, scaled and
+    reordered in place (ITL of the whole Mooncake trace: 4.2 M gaps, no second copy)."""
+    ms = np.multiply(values_s, 1e3, out=values_s)
     has = ms.size > 0
     out[f"mean_{name}_ms"] = float(ms.mean()) if has else float("nan")
     out[f"median_{name}_ms"] = float(np.median(ms, overwrite_input=True)) if has else float("nan")
