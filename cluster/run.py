@@ -12,7 +12,9 @@ process takes the trace's requests in arrival order: for each the router makes t
 tokens (when the policy reads them), asks the policy (``route``), timing the call
 with ``perf_counter_ns`` into its own op recorder (op ``route``: key_len = input tokens, result
 = the instance), and hands the request to the instance (and to the policy, ``on_dispatch``:
-Dynamo's router reads its first token); a request the gateway refuses (no healthy instance,
+Dynamo's router reads its first token; the request keeps the tokens the router made only when
+that instance has no queue: one that waits makes them again at admission, so a queue of
+thousands holds no prompts, as one server's); a request the gateway refuses (no healthy instance,
 or cache-aware's overload vetoes: ``SHED``) is shed (instance -1, status ``rejected``, no
 ``route`` row); with ``couple_router_time`` the measured decision time passes on the simulated
 clock first, so it enters TTFT (decisions are serial, as in one router process). KV events of
@@ -182,9 +184,8 @@ class ClusterSim:
         self.gateway[tr.rid] = router.last_gateway
         if i == SHED:  # refused (no instance it may route to): recorded rejected
             self.routed[tr.rid] = self.predicted[tr.rid] = -1
-            shed = Req.on_demand(
-                tr.rid, tr.arrival_s, tr.input_length, tr.output_length, partial(_same, tokens)
-            )
+            again = partial(block_tokens, tr.hash_ids, tr.input_length)
+            shed = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, again)
             return SHED, shed, 0.0
         if not 0 <= i < view.n:
             raise RuntimeError(f"router {router.name} chose instance {i} of {view.n}")
@@ -197,9 +198,9 @@ class ClusterSim:
         self._load_t.append(float(env.now))
         self._load.extend(view.outstanding)
         hold = ns * 1e-9 if self.spec.couple_router_time and ns > 0 else 0.0
-        if tokens_needed:
-            expand: Callable[[], array] = partial(_same, tokens)
-        else:
+        if tokens_needed and self.instances[i].waiting() == 0:
+            expand: Callable[[], array] = partial(_same, tokens)  # admitted at once, likely
+        else:  # it joins a queue: its prompt is made again at admission, not held meanwhile
             expand = partial(block_tokens, tr.hash_ids, tr.input_length)
         req = Req.on_demand(tr.rid, tr.arrival_s, tr.input_length, tr.output_length, expand)
         router.on_dispatch(i, req)  # a policy reading the response stream keeps the request

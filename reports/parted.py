@@ -1,7 +1,7 @@
 """Run tables too large to hold as one frame, as the reports read them.
 
-A cluster run's per-op and per-step tables (millions of rows on a whole trace behind N
-instances) reach the reports as a :class:`TableParts` (the simulator's
+A run's per-op and per-step tables (millions of rows on a whole trace behind N instances)
+reach the reports as a :class:`TableParts` (the simulator's
 ``radixbench.sim.parted.PartedTable``): the reports ask it for the columns and rows they read
 (:meth:`TableParts.frame`, :meth:`TableParts.groups`), and :func:`write_parts` writes it chunk
 by chunk, the files :func:`~radixbench.reports.tables.write_table` writes for its whole frame
@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from radixbench.reports.axes import VariantSet
 
 __all__ = ["STEP_OPS", "TableParts", "as_frame", "read_rows", "write_parts"]
 
@@ -72,10 +75,10 @@ def as_frame(table: pd.DataFrame | TableParts) -> pd.DataFrame:
     return table if isinstance(table, pd.DataFrame) else table.frame()
 
 
-def read_rows(table: TableParts, variants: Any, baseline: Mapping[str, str]) -> pd.DataFrame:
+def read_rows(table: TableParts, variants: VariantSet, baseline: Mapping[str, str]) -> pd.DataFrame:
     """The rows of per-op ``table`` that the report reads row by row (speed-ups, verdicts,
     the answer's checks, the reference rows): every op's but those of :data:`STEP_OPS` that
-    no verdict pair of ``variants`` (``VariantSet``) under ``baseline`` compares."""
+    no verdict pair of ``variants`` under ``baseline`` compares."""
     from radixbench.reports.verdicts import AXIS_OPS
 
     paired = {op for p in variants.pairs(baseline, AXIS_OPS) for op in AXIS_OPS[p.axis]}

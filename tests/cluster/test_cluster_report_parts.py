@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import radixbench.sim.run as sim_run
-from radixbench.cluster.run import ClusterSim
+from radixbench.cluster.run import ClusterSim, _same
 from radixbench.cluster.spec import ClusterSpec, router_variants
 from radixbench.harness.config.scenario import load_scenario
 from radixbench.harness.experiments.workload import load_requests
@@ -87,3 +87,26 @@ def test_the_report_from_parts_writes_the_report_from_frames(
     assert (a.load, a.headline, a.serving) == (b.load, b.headline, b.serving)
     for key in ("op_summary", "speedups", "verdicts"):
         pd.testing.assert_frame_equal(got[key], whole[key])
+
+
+def test_a_queued_request_does_not_hold_the_routers_prompt_tokens() -> None:
+    """cache-aware makes each prompt's tokens to route it; a request that joins a queue makes
+    them again at admission (a whole trace on 2 instances queues thousands: ~300 MB of ids)."""
+    sc = load_scenario("generated-shared-prefix", {
+        "arrivals.max_requests": 200, "arrivals.rate": 400.0, "workload.groups": 4,
+        "workload.prompts_per_group": 50, "workload.system_prompt_tokens": 512,
+        "workload.question_tokens": 64, "workload.output_tokens": 64,
+        "cache.kv_capacity_tokens": 6000,
+    })  # fmt: skip
+    trace, cfg = load_requests(sc, None).requests, sc.sim
+    spec = ClusterSpec(instances=2, routers=("cache-aware",))
+    (v,) = router_variants([Variant("heapify", "galloping", "numpy")], spec)
+    sim = ClusterSim(trace, cfg, v, torch.device("cpu"), spec)
+    most = 0
+    while sim.step(16):
+        queued = [r for inst in sim.instances for r in list(inst.sched.waiting)[1:]]
+        most = max(most, len(queued))
+        assert all(r.expand is None or r.expand.func is not _same for r in queued)
+    assert most > 20  # the queues did form
+    same = run_interleaved([ClusterSim(trace, cfg, v, torch.device("cpu"), spec)])[0]
+    pd.testing.assert_frame_equal(sim.result().requests, same.requests)
