@@ -207,12 +207,13 @@ class VariantSim:
                 for n in range(1, max_events + 1):
                     if env.peek() == simpy.core.Infinity:
                         n -= 1
-                        return False
+                        break
                     env.step()
-                return env.peek() != simpy.core.Infinity
+                more = env.peek() != simpy.core.Infinity
+                self.spill_logs()  # not after a failed step: its error is the one to see
+                return more
             finally:
                 self.events += n
-                self.spill_logs()
                 self.wall_ns += perf_counter_ns() - t0
 
     def spill_logs(self) -> None:

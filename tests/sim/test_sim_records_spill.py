@@ -3,10 +3,17 @@ a whole trace behind N instances logs millions of op and step rows)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
+import radixbench.sim.run as sim_run
+from radixbench.harness.config.scenario import load_scenario
+from radixbench.harness.experiments.workload import load_requests
+from radixbench.sim.config import Variant
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.records import RecordLog
 from radixbench.sim.timeseries import StepLog
@@ -97,3 +104,30 @@ def test_a_view_holds_the_rows_not_the_writer() -> None:
     assert type(view) is RecordLog and not hasattr(view, "clock")
     assert len(view) == 2
     pd.testing.assert_frame_equal(view.frame("v"), rec.frame("v"))
+
+
+def _fail(env: Any, fn: Any) -> Any:
+    yield env.timeout(0)
+    fn()
+
+
+def test_a_failed_step_raises_its_own_error_not_the_spills(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``VariantSim.step`` moves logs to disk after a slice, not after a step that raised
+    (whose half-written row would turn the error into the spill's ``log rows disagree``)."""
+    sc = load_scenario("generated-shared-prefix", {"arrivals.max_requests": 20})
+    trace, variant = load_requests(sc, None).requests, Variant("heapify", "galloping", "numpy")
+    sim = sim_run.VariantSim(trace, sc.sim, variant, torch.device("cpu"))
+    monkeypatch.setattr(sim_run, "SPILL_ROWS", 1)
+    rec = sim.servers[0].rec
+
+    def broken() -> None:
+        rec.add("insert", 1, 1, 1, 1, 1, 1, 0.0)
+        rec.floats.append(1.0)  # half a row, then the failure
+        raise RuntimeError("the step's own error")
+
+    sim.env.process(_fail(sim.env, broken))
+    with pytest.raises(RuntimeError, match="own error"):
+        while sim.step(64):
+            pass
