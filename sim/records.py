@@ -167,22 +167,29 @@ class RecordLog:
         disk.file.seek(0, os.SEEK_END)
         self.ints.tofile(disk.file)
         self.floats.tofile(disk.file)
+        disk.file.flush()  # read back by position from the descriptor (:meth:`_read`)
         del self.ints[:]
         del self.floats[:]
         disk.rows.append(n)
         return True
 
     def _read(self, at: int, n: int) -> tuple[int, np.ndarray, np.ndarray]:
-        """The spilled chunk of ``n`` rows at byte ``at``: (next offset, ints, floats)."""
-        file = self._disk.file
+        """The spilled chunk of ``n`` rows at byte ``at``: (next offset, ints, floats). Read by
+        position: a forked process reading the same file moves no offset under this one."""
+        fd = self._disk.file.fileno()
         ni, nf = len(self.int_cols), len(self.float_cols)
         ints = np.empty((n, ni), dtype=self._int_dtype)
         floats = np.empty((n, nf), dtype=np.float64)
-        file.seek(at)
         for buf in (ints, floats):
-            if file.readinto(buf.data.cast("B")) != buf.nbytes:
-                raise OSError("a log's temporary file is shorter than its rows")
-        return at + ints.nbytes + floats.nbytes, ints, floats
+            view = buf.data.cast("B")
+            got = 0
+            while got < buf.nbytes:  # preadv may return less than asked
+                k = os.preadv(fd, [view[got:]], at + got)
+                if k <= 0:
+                    raise OSError("a log's temporary file is shorter than its rows")
+                got += k
+            at += buf.nbytes
+        return at, ints, floats
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every row in order, chunk by chunk (the spilled ones, then those in memory):

@@ -131,3 +131,20 @@ def test_a_failed_step_raises_its_own_error_not_the_spills(
     with pytest.raises(RuntimeError, match="own error"):
         while sim.step(64):
             pass
+
+
+def test_a_forked_process_reads_the_rows_beside_this_one() -> None:
+    """Chunks are read by position: a forked process (a report's drawing process) reading
+    the same open file moves no offset under this one."""
+    import os
+
+    log = OpRecorder()
+    _fill(log, 2000, 50)
+    want = log.frame("v")
+    pid = os.fork()
+    if pid == 0:  # the child: read over and over, exit 0 only if every read was right
+        ok = all(log.frame("v").equals(want) for _ in range(40))
+        os._exit(0 if ok else 1)
+    mine = all(log.frame("v").equals(want) for _ in range(40))
+    _, status = os.waitpid(pid, 0)
+    assert mine and os.waitstatus_to_exitcode(status) == 0
