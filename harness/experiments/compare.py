@@ -157,13 +157,14 @@ def _extra(extra_meta: dict[str, Any] | None, cluster: Any, log: KVEventLog | No
 
 
 def _run_tables(
-    results: Sequence[VariantResult],
+    results: Sequence[VariantResult], parts: bool
 ) -> tuple[pd.DataFrame | PartedTable, pd.DataFrame | PartedTable]:
-    """The per-op and per-step tables of ``results``: kept in parts (the servers' logs, read
-    by the report as it needs them and written chunk by chunk: millions of rows on a whole
-    trace behind N instances) when the variants share their columns, else (an A/A replica's
-    own axis) concatenated frames."""
-    if len({tuple(r.op_table.columns) for r in results}) == 1:
+    """The per-op and per-step tables of ``results``: with ``parts`` (a cluster: millions of
+    rows on a whole trace behind N instances) kept in parts, the servers' logs, which the
+    routing report reads as it needs them and writes chunk by chunk, where the variants share
+    their columns; else concatenated frames (one server's report draws its plots from
+    them)."""
+    if parts and len({tuple(r.op_table.columns) for r in results}) == 1:
         return (
             PartedTable.concat([r.op_table for r in results]),
             PartedTable.concat([r.step_table for r in results]),
@@ -227,7 +228,7 @@ def run_compare(
     gc.collect()
     trim_heap()
     requests = pd.concat([r.requests for r in results], ignore_index=True)
-    ops, timeseries = _run_tables(results)
+    ops, timeseries = _run_tables(results, parts=cluster is not None)
     metrics = pd.DataFrame([r.metrics for r in results])
     stems = list(dict.fromkeys(stem for r in results for stem in r.tables))
     tables = {
@@ -276,7 +277,7 @@ def run_compare(
             report = write_report(
                 run.tmp,
                 requests,
-                ops,
+                as_frame(ops),
                 meta,
                 equivalence,
                 timeseries=as_frame(timeseries),
