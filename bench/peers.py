@@ -272,8 +272,10 @@ def run_peers(
     echo: Any = print,
 ) -> list[tuple[Case, dict[str, PeerRun]]]:
     """Every case in ``keys`` (``quick``: 200 requests each, whole-trace cases too), each
-    printed by ``echo`` as it ends; the median run per tool label. ``m`` in ``keys``: also
-    the memory slope (:mod:`radixbench.bench.peers_memory`), printed, not returned."""
+    printed by ``echo`` as it ends; the median run per tool label. ``l`` in ``keys``: also
+    the cluster's CPU per request against one instance's
+    (:mod:`radixbench.bench.peers_cluster`); ``m``: the memory slope
+    (:mod:`radixbench.bench.peers_memory`); both printed, not returned."""
     results = []
     with tempfile.TemporaryDirectory(prefix="radixbench-peers-") as tmp:
         for case in CASES:
@@ -287,6 +289,10 @@ def run_peers(
                 )
             results.append((case, med))
             echo(case_lines(case, med))
+        if "l" in keys:  # the cluster's CPU per request against one instance's
+            from radixbench.bench.peers_cluster import overhead_text, run_overhead
+
+            echo(overhead_text(run_overhead(Path(tmp), reps, 200 if quick else 1000)))
         if "m" in keys:  # the memory slope
             from radixbench.bench.peers_memory import memory_text, run_memory
 
