@@ -14,8 +14,9 @@ same order, as ``m`` single steps), the ``m`` decode batches (``BatchBuilder
 .build_decode_block``: every step's tensors, as rows of ``[m, bs]`` tensors, and its
 ``req_to_token`` writes), the batch's advance (``RunningArrays.advance_many``), and the
 ``m`` rows of the step log and the ``2m`` rows of the op log (``alloc``, ``build_decode`` per
-step, in step order). The step times come from the cost model one step at a time, summed in
-the same float order as step by step.
+step, in step order). The step times come from the cost model's ``decode_times`` (each
+step's ``decode_time``, bit for bit, as one array call) and are summed in step order
+(``np.add.accumulate``: the same float additions as step by step).
 
 Measured time: the block's allocation and its build are each timed once
 (``perf_counter_ns``, as ``OpRecorder.timed`` times one call: the tree's stats are read
@@ -78,33 +79,34 @@ def run_block(s: Scheduler, end: float) -> tuple[int, float]:
         return 0, end
     bs, ps, cap = len(arr.reqs), s.slots.page_size, s.capacity
     most = min(BLOCK_STEPS, arr.next_done - arr.steps - 1)  # the last one finishes nobody
+    if most <= 0:
+        return 0, end
     seq_first = arr.seq_now() + 1  # seq_len at the block's first step
-    opens = None if ps == 1 else np.bincount((-seq_first) % ps, minlength=ps) * ps
-    avail, worst, arrival = s.allocator.available_size(), bs * ps, s.next_arrival_s
-    ctx = arr.seq_total + 2 * bs  # the first step's context: after its advance, + its tokens
-    decode_time = s._decode_time
-    starts: list[float] = []
-    spans: list[float] = []
-    used: list[int] = []
-    t = end
-    for i in range(most):
-        if not (t < arrival and avail >= worst):
-            break
-        avail -= bs if opens is None else int(opens[i % ps])
-        used.append(cap - avail)
-        d = decode_time(bs, ctx)
-        ctx += bs
-        starts.append(t)
-        spans.append(d)
-        t = t + d
-    m = len(starts)
+    step = np.arange(most, dtype=np.int64)
+    # each step's context: the batch's tokens after that step's advance, + its new tokens
+    spans = s.cfg.cost.decode_times(bs, arr.seq_total + 2 * bs + bs * step)
+    ends = np.add.accumulate(np.concatenate(([end], spans)))  # in order, as step by step
+    if ps == 1:
+        taken = np.full(most, bs, dtype=np.int64)
+    else:  # a request opens a page at step i when i = -seq_first (mod page_size)
+        taken = np.bincount((-seq_first) % ps, minlength=ps)[step % ps] * ps
+    after = s.allocator.available_size() - np.cumsum(taken)  # free slots after each step
+    free_before = np.concatenate(([after[0] + taken[0]], after[:-1]))
+    # _run_on before each step: it starts before the next arrival, the free slots cover it
+    m = min(
+        int(np.searchsorted(ends[:-1], s.next_arrival_s, side="left")),
+        int(np.count_nonzero(free_before >= bs * ps)),  # non-increasing: a prefix holds
+    )
     if not m:
         return 0, end
+    starts = ends[:m]
     arr.advance_many(starts)  # the step before each block step ended at its start
     if s.after_step is not None:
         s.after_step()
     ratio, decay, low = s.new_token_ratio, s._ratio_decay, s._ratio_min
     for _ in range(m):
+        if ratio == low:  # where it stays
+            break
         ratio = max(ratio - decay, low)
     s.new_token_ratio = ratio
     inputs = arr.block_inputs(m)
@@ -117,24 +119,25 @@ def run_block(s: Scheduler, end: float) -> tuple[int, float]:
     else:
         s.builder.write_decode_block_rows(loc, inputs)
     t2 = perf_counter_ns()
-    _record(s, m, bs, starts, spans, used, (nodes, tokens, leaves), t1 - t0, t2 - t1)
-    return m, t
+    used = cap - after[:m]
+    _record(s, m, bs, starts, spans[:m], used, (nodes, tokens, leaves), t1 - t0, t2 - t1)
+    return m, float(ends[m])
 
 
 def _record(
     s: Scheduler,
     m: int,
     bs: int,
-    starts: list[float],
-    spans: list[float],
-    used: list[int],
+    starts: np.ndarray,
+    spans: np.ndarray,
+    used: np.ndarray,
     stats: tuple[int, int, int],
     alloc_ns: int,
     build_ns: int,
 ) -> None:
     """The block's op rows (``alloc``, then ``build_decode`` when the builder runs, per step)
     and step rows, laid out as ``OpRecorder.timed`` and ``Scheduler._log`` write them."""
-    rec, start = s.rec, np.asarray(starts)
+    rec, start = s.rec, starts
     a_ns = _shares(alloc_ns, m)
     ops = [rec.code("alloc")]
     ns = [a_ns]
@@ -160,4 +163,4 @@ def _record(
     sints[:, :7] = row
     sints[:, 5] = used
     sints[:, 7:] = (c.evictable_size(), c.protected_size(), s.retractions)
-    steps.extend_rows(sints, np.stack((start, np.asarray(spans), cpu * 1e-9), axis=1))
+    steps.extend_rows(sints, np.stack((start, spans, cpu * 1e-9), axis=1))

@@ -162,7 +162,7 @@ class RunningArrays:
         self._rebase()
         return np.flatnonzero(self.rem <= 0).tolist()
 
-    def advance_many(self, ends: Sequence[float]) -> None:
+    def advance_many(self, ends: np.ndarray) -> None:
         """``len(ends)`` decode steps ended at the simulated times ``ends`` (s, in order), as
         that many :meth:`advance` calls, none of which may finish a request: raises
         ``ValueError`` (changing nothing) when one would."""
@@ -170,7 +170,7 @@ class RunningArrays:
         if k and self.steps + k >= self.next_done:
             raise ValueError(f"advance_many: a request finishes within {k} steps")
         self.steps += k
-        self.times.extend(ends)
+        self.times.frombytes(np.ascontiguousarray(ends, dtype=np.float64).tobytes())
         self.seq_total += k * len(self.reqs)
 
     def block_inputs(self, m: int) -> np.ndarray:
