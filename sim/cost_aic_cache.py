@@ -1,7 +1,7 @@
 """A persistent on-disk cache of what an AIC cost model costs every process to build: the data
 version a request resolves to, the compiled engine spec and the step times already asked.
 
-Building ``--cost-model aic`` (the bundled H100/H200 presets' default) cost about 1.5 s of CPU
+Building ``--cost-model aic`` (the bundled H100/H200 presets' default) cost about 1.2 s of CPU
 in every process, before a step was timed: aiconfigurator-core 0.12.0 parses 27 system YAML
 files to resolve a version (``perf_database.get_version_slots``: ``_derive_fleet_next`` reads
 every system), compiles the engine (``sdk.engine.compile_engine``: builds the model, loads the
