@@ -137,6 +137,8 @@ print(json.dumps({"summary": rep.summary, "sim_cpu_s": sim_cpu, "rss_mb": rss,
 _RADIXBENCH = """
 import contextlib, io, json, resource, sys, time
 out, args = sys.argv[1], sys.argv[2:]
+from radixbench.harness.cli.util import preload
+preload(["radixbench.harness.config.scenario"])  # loaded as `radixbench compare` loads it
 import radixbench.harness.experiments.compare as compare
 sim = [0.0]
 _run = compare.run_interleaved
@@ -151,11 +153,12 @@ from radixbench.harness.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main([*args, "--out", out, "--no-progress"])
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import gc
 import pandas as pd
 from pathlib import Path
 run = max((p for p in Path(out).iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
 req = pd.read_parquet(run / "requests.parquet").sort_values("rid")
-print(json.dumps({"rc": rc, "sim_cpu_s": sim[0], "rss_mb": rss,
+print(json.dumps({"rc": rc, "sim_cpu_s": sim[0], "rss_mb": rss, "gc_frozen": gc.get_freeze_count(),
     "input": req["input_len"].tolist(), "hits": req["prefix_hit_tokens"].tolist(),
     "status": req["status"].tolist(), "ttft_s": req["ttft_s"].tolist(),
     "instance": req["instance"].tolist() if "instance" in req else [0] * len(req)}))
