@@ -39,8 +39,9 @@ SGLang call and in ``stats()``, so a new node is always looked up in the state r
 operation that made it. ``stats()`` is then O(1) (node count, evictable-leaf count); a node is
 an evictable leaf when unlocked, childless and not the root, as ``evictable_device_leaves``
 (``unified_tree_core.py:1595``). Children are walked in the order they appeared, a split's upper
-half in its lower half's place (``order``): the Python core's dict order (the Rust core keeps children in a
-randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it has no order to follow).
+half in its lower half's place (``order``): the Python core's dict order (the Rust core keeps
+children in a randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it has no
+order to follow).
 Cost: one call into the core per new leaf; a split adds the first slots it needs; nothing else
 queries it.
 """
