@@ -120,8 +120,8 @@ class OpRecorder(RecordLog):
         *args)``, the stats, ``clock()`` and the parent op (:attr:`parents`), so the coupled
         clock is charged the top-level calls only. The ns leave out what ran under
         :meth:`untimed` and the bookkeeping of timed calls nested in it (their stats reads and
-        rows, and :attr:`nested_ns` per nested call): the time of the implementation's own
-        code. Exceptions propagate (nothing is recorded)."""
+        rows, and :attr:`nested_ns` per nested call; never below 0): the time of the
+        implementation's own code. Exceptions propagate (nothing is recorded)."""
         code = self.code(op)
         ints_extend, floats_extend, clock = self.ints.extend, self.floats.extend, self.clock
         parents, top, excluded, residual = self.parents, self.top, self._excluded, self.nested_ns
@@ -139,6 +139,8 @@ class OpRecorder(RecordLog):
                 t1 = perf_counter_ns()
                 parents.pop()
             ns = t1 - t0 - (excluded[0] - x0)
+            if ns < 0:  # nested calls' calibrated frames over a call doing next to nothing
+                ns = 0
             if parent == top:
                 self.charge_ns += ns
             floats_extend((ns, clock()))

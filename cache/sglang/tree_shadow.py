@@ -38,17 +38,17 @@ Events are queued (O(1) each) and applied by ``sync()``, which the adapter calls
 SGLang call and in ``stats()``, so a new node is always looked up in the state right after the
 operation that made it. ``stats()`` is then O(1) (node count, evictable-leaf count); a node is
 an evictable leaf when unlocked, childless and not the root, as ``evictable_device_leaves``
-(``unified_tree_core.py:1595``). Children are walked in the order they appeared, a split's upper
-half in its lower half's place (``order``): the Python core's dict order (the Rust core keeps
-children in a randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it has no
-order to follow).
+(``unified_tree_core.py:1595``). Children are walked in the order they appeared, a split's
+upper half in its lower half's place (``order``): the Python core's dict order (the Rust core
+keeps children in a randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it
+has no order to follow).
 Cost: one call into the core per new leaf; a split adds the first slots it needs; nothing else
 queries it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -58,9 +58,13 @@ class TreeShadow:
     node ids. ``core``: the tree core
     (``collect_path_info``, ``get_component_device_value``); ``full``: ``ComponentType.FULL``."""
 
+    #: the most children with unread first slots a split under their parent leaves unread
+    UNREAD = 8
+
     def __init__(self, core: Any, full: Any, root: int, tiered: bool = False) -> None:
         self.core = core
         self.full = full
+        self.paths = path_reader(core)
         #: HiCache: the shadow keeps the device-resident nodes only; a victim of
         #: ``_evict_device_leaf`` may stay (a write-back whose backup found no room) or stay as
         #: a host-only node, and ``on_node`` after a load back brings nodes back
@@ -129,24 +133,21 @@ class TreeShadow:
 
     def _moved(self, parent: int, new: int) -> int | None:
         """The child of ``parent`` whose first slot is not read yet that a split moved under
-        ``new`` (the split's lower half), or None; the others still under ``parent`` are keyed
-        by their first slots now (each child's slot is read once). One ``collect_path_info``
-        of them all tells where each is."""
-        siblings, children = self.kids[parent], list(self.unread.pop(parent))
-        moved, keep = None, set()
-        for child, path in zip(children, self.core.collect_path_info(children), strict=True):
-            now = int(path[-1].parent_id)
-            if now == parent:
-                slot = self._first_slot(child)
-                del siblings[~child]
-                siblings[slot] = child
-                self.first[child] = slot
-                continue
-            keep.add(child)  # a split's lower half (this one's, or one not applied yet)
+        ``new`` (the split's lower half), or None. One ``collect_path_info`` of them all tells
+        where each is; when there are more than :attr:`UNREAD` of them, those still under
+        ``parent`` are keyed by their first slots now (each child's read once): a split looks
+        at most ``UNREAD`` paths up, or reads each slot once."""
+        unread = self.unread[parent]
+        children = list(unread)
+        moved, key = None, len(children) > self.UNREAD
+        for child, path in zip(children, self.paths(children), strict=True):
+            now = path[-1][1]
             if now == new:
                 moved = child
-        if keep:
-            self.unread[parent] = keep
+            elif key and now == parent:
+                slot = self._first_slot(child)
+                self._leave(child)
+                self._join(child, parent, slot, self.order[child])
         return moved
 
     def _join(self, node: int, parent: int, key: int, order: int) -> None:
@@ -160,13 +161,19 @@ class TreeShadow:
     def _add_path(self, end: int) -> None:
         if end in self.kids:
             return
-        (path,) = self.core.collect_path_info([end])
-        for info in path:
-            node, parent = int(info.node_id), int(info.parent_id)
+        (path,) = self.paths([end])
+        new = 0  # where the new nodes start: the path's tail after the last node known here
+        if not self.tiered:  # (unless a node above it has moved: a split the walk must see)
+            new = len(path)
+            while new and path[new - 1][0] not in self.kids:
+                new -= 1
+            if new and self.parent[path[new - 1][0]] != path[new - 1][1]:
+                new = 0
+        for node, parent, _, _, _, children in path[new:]:
             if node in self.kids:
                 continue
             self.seq += 1
-            if not self.tiered and not info.num_children:  # a new leaf (module docstring)
+            if not self.tiered and not children:  # a new leaf (module docstring)
                 self._join(node, parent, ~node, self.seq)
                 self._new_leaf(node, parent)
                 continue
@@ -305,3 +312,32 @@ class TreeShadow:
             kids = self.kids[node]
             if kids:
                 stack.extend(sorted(kids.values(), key=place, reverse=True))
+
+
+#: A path node as :func:`path_reader` gives it (``TreePathNodeInfo``'s fields, in order).
+PathNode = tuple[int, int, int, int, int | None, int]
+
+
+def path_reader(core: Any) -> Callable[[list[int]], Sequence[Sequence[PathNode]]]:
+    """``core.collect_path_info`` with each path node as a :data:`PathNode` tuple: for sglang
+    0.5.23's Rust core, its binding's own call, whose tuples the adapter wraps field by field
+    (``TreePathNodeInfo(*node)``, ``rust_tree_core/adapter.py:1224-1228``): half the cost per
+    path node; for any other core (or a subclass overriding the call), its tuples made from the
+    ``TreePathNodeInfo`` objects. Raises ``KeyError`` for a node the core does not have."""
+    binding = getattr(core, "_binding", None)
+    call = getattr(type(core), "collect_path_info", None)
+    if binding is not None and getattr(call, "__qualname__", "") == RUST_PATHS:
+        return binding.collect_path_info
+
+    def paths(ids: list[int]) -> list[list[PathNode]]:
+        return [
+            [(int(i.node_id), int(i.parent_id), i.path_start, i.path_end, i.full_value_len,
+              i.num_children) for i in path]
+            for path in core.collect_path_info(ids)
+        ]  # fmt: skip
+
+    return paths
+
+
+#: The Rust core's call whose binding :func:`path_reader` calls directly.
+RUST_PATHS = "RustUnifiedTreeCore.collect_path_info"

@@ -78,6 +78,14 @@ def test_with_a_clock_that_ticks_per_read_the_residual_is_exact(ticking_clock: N
     assert (ops.loc[ops["op"] == "insert", "ns"] == 1).all()
 
 
+def test_an_outer_call_never_reads_below_zero(ticking_clock: None) -> None:
+    """A residual larger than the frames' real cost (calibrated under other load) cannot make
+    an outer call that does next to nothing read negative."""
+    rec = OpRecorder(nested_ns=10)
+    timed, _ = _outer_pair(rec)
+    assert _outer_ns(rec, timed) == 0
+
+
 def _median_gap(rec: OpRecorder, reps: int = 2_000) -> float:
     """Median over ``reps`` paired runs of (outer ns with the nested calls timed) - (outer ns
     with them made directly)."""

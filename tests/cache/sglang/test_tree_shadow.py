@@ -27,6 +27,7 @@ from radixbench.cache import (
 )
 from radixbench.cache.registry import make_cache
 from radixbench.cache.sglang.served import ServedSGLangCache
+from radixbench.cache.sglang.tree_shadow import TreeShadow, path_reader
 from radixbench.cache.sglang.unified_load import load_unified
 
 
@@ -58,9 +59,15 @@ def _stream(cache: ServedSGLangCache, seed: int, ops: int = 300) -> Iterator[tup
         yield out, cache.tree_stats(), list(cache.walk())
 
 
+@pytest.mark.parametrize("unread", [0, TreeShadow.UNREAD])
 @pytest.mark.parametrize("page", [1, 4])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_shadow_follows_the_python_cores_own_nodes(seed: int, page: int) -> None:
+def test_the_shadow_follows_the_python_cores_own_nodes(
+    seed: int, page: int, unread: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``unread``: how many children with unread slots a split leaves unread (0: a split
+    reads every sibling's slot)."""
+    monkeypatch.setattr(TreeShadow, "UNREAD", unread)
     loaded = load_unified("sglang-python", "python")
     own, shadowed = (
         ServedSGLangCache(ReqToTokenPool(4, 64), make_allocator(40 * page, page),
@@ -106,3 +113,27 @@ def test_new_leaves_cost_no_slot_read(monkeypatch: pytest.MonkeyPatch) -> None:
     for prompt, reply in requests:
         _mixed(splits, prompt, reply)  # its reply tokens differ from the next turn's
     assert 0 < len(reads) < splits.tree_stats()[0]
+
+
+def test_paths_read_from_the_rust_cores_binding_are_its_own() -> None:
+    """``path_reader`` takes the Rust core's binding call (half the cost per path node): the
+    same paths, node for node, as the core's ``collect_path_info``; the Python core gets its
+    own call's."""
+    requests, _ = _requests(40)
+    for spec in ("sglang", "sglang-python"):
+        cache = make_cache(spec, None, TokenToKVPoolAllocator(1 << 16), CacheConfig())
+        for prompt, reply in requests:
+            _mixed(cache, prompt, reply)
+        core, read = cache.core, path_reader(cache.core)
+        binding = getattr(core, "_binding", None)
+        assert (binding is not None and getattr(read, "__self__", None) is binding) == (
+            spec == "sglang"
+        )
+        handles = [cache.tree.node_handle(n) for n, _ in cache.walk()]
+        assert len(handles) > 20
+        want = [
+            [(i.node_id, i.parent_id, i.path_start, i.path_end, i.full_value_len, i.num_children)
+             for i in path]
+            for path in core.collect_path_info(handles)
+        ]  # fmt: skip
+        assert [list(p) for p in read(handles)] == want
