@@ -79,6 +79,7 @@ def _quiet_worker() -> None:
     caller's own SIGTERM handler, inherited by fork, would raise in it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked around the fork
 
 
 def _draw(name: str) -> tuple[str, Path]:
@@ -120,7 +121,14 @@ class Drawing:
         try:
             ends = (jobs_in, results_out, self._jobs_out, self._results_in)
             self._proc = ctx.Process(target=_serve, args=(n, *ends), name="radixbench-plots")
-            self._proc.start()
+            # a SIGTERM landing during the fork would be raised by the caller's handler inside
+            # an at-fork callback (logging's), where Python ignores exceptions: the run went on
+            # and exited 0. Blocked here, it is delivered once the fork is done.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                self._proc.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         finally:
             _JOBS.clear()
             jobs_in.close()
