@@ -137,6 +137,8 @@ print(json.dumps({"summary": rep.summary, "sim_cpu_s": sim_cpu, "rss_mb": rss,
 _RADIXBENCH = """
 import contextlib, io, json, resource, sys, time
 out, args = sys.argv[1], sys.argv[2:]
+from radixbench.harness.cli.util import preload
+preload(["radixbench.harness.config.scenario"])  # loaded as `radixbench compare` loads it
 import radixbench.harness.experiments.compare as compare
 sim = [0.0]
 _run = compare.run_interleaved
@@ -151,11 +153,12 @@ from radixbench.harness.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main([*args, "--out", out, "--no-progress"])
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import gc
 import pandas as pd
 from pathlib import Path
 run = max((p for p in Path(out).iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
 req = pd.read_parquet(run / "requests.parquet").sort_values("rid")
-print(json.dumps({"rc": rc, "sim_cpu_s": sim[0], "rss_mb": rss,
+print(json.dumps({"rc": rc, "sim_cpu_s": sim[0], "rss_mb": rss, "gc_frozen": gc.get_freeze_count(),
     "input": req["input_len"].tolist(), "hits": req["prefix_hit_tokens"].tolist(),
     "status": req["status"].tolist(), "ttft_s": req["ttft_s"].tolist(),
     "instance": req["instance"].tolist() if "instance" in req else [0] * len(req)}))
@@ -272,8 +275,10 @@ def run_peers(
     echo: Any = print,
 ) -> list[tuple[Case, dict[str, PeerRun]]]:
     """Every case in ``keys`` (``quick``: 200 requests each, whole-trace cases too), each
-    printed by ``echo`` as it ends; the median run per tool label. ``m`` in ``keys``: also
-    the memory slope (:mod:`radixbench.bench.peers_memory`), printed, not returned."""
+    printed by ``echo`` as it ends; the median run per tool label. ``l`` in ``keys``: also
+    the cluster's CPU per request against one instance's
+    (:mod:`radixbench.bench.peers_cluster`); ``m``: the memory slope
+    (:mod:`radixbench.bench.peers_memory`); both printed, not returned."""
     results = []
     with tempfile.TemporaryDirectory(prefix="radixbench-peers-") as tmp:
         for case in CASES:
@@ -287,6 +292,10 @@ def run_peers(
                 )
             results.append((case, med))
             echo(case_lines(case, med))
+        if "l" in keys:  # the cluster's CPU per request against one instance's
+            from radixbench.bench.peers_cluster import overhead_text, run_overhead
+
+            echo(overhead_text(run_overhead(Path(tmp), reps, 200 if quick else 1000)))
         if "m" in keys:  # the memory slope
             from radixbench.bench.peers_memory import memory_text, run_memory
 

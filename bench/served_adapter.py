@@ -16,10 +16,11 @@ second direct cache (``aa``, the A/A replica) is measured against the first the 
 identical code must read about 0. ``timer``: a third direct cache timed by its own
 ``OpRecorder`` with SGLang's calls on itself wrapped as in a run (``DirectServed(cache,
 timer)``), against the first: what radixbench's timer costs SGLang's calls without the
-adapter (each nested call's timer frame, outside the ns it leaves out), part of
-``overhead``. The four caches run each request in turn, in the 24 orders in rotation (each
-cache as often first, and after each other one, as the others: what ran just before a call
-warms or evicts the CPU caches it uses). Each stream runs ``rounds`` times on fresh caches;
+adapter (each nested call's timer frame, beyond the bookkeeping it leaves out and its
+calibrated cost, ``OpRecorder.nested_ns``, which it subtracts), part of ``overhead``. The four
+caches run each request in turn, in the 24 orders in rotation (each cache as often first, and
+after each other one, as the others: what ran just before a call warms or evicts the CPU
+caches it uses). Each stream runs ``rounds`` times on fresh caches;
 the calls of all rounds pair up and are pooled.
 
 Streams (``bench.served._requests``: 16 chats interleaved, the KV pool two thirds of what they

@@ -15,7 +15,9 @@ the latency plots and writes the Markdown report into one run directory::
 Every file is written atomically (temporary file in the same directory, then ``os.replace``).
 Plots of large runs are drawn from summaries (CDF quantiles, thinned series and scatters, all
 statistics computed on every row), so writing the report takes seconds whatever the run size;
-matplotlib and the renderers are imported only when a report is rendered.
+they are drawn in parallel by forked processes (:mod:`~radixbench.reports.render`,
+:mod:`~radixbench.reports.drawing`), which import matplotlib while the summaries and tables
+are computed: this process does only when it draws them itself (one core, no ``fork``).
 
 Modules: :mod:`~radixbench.reports.tables` (schemas, validation, storage),
 :mod:`~radixbench.reports.summary` (statistics and speed-ups),
@@ -28,6 +30,7 @@ Modules: :mod:`~radixbench.reports.tables` (schemas, validation, storage),
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -37,12 +40,14 @@ from tqdm import tqdm
 from radixbench.reports.axes import VariantSet, references
 from radixbench.reports.behaviour import behaviour_diff, behaviour_lines
 from radixbench.reports.diagnostics import load_check
+from radixbench.reports.drawing import Drawing
 from radixbench.reports.headline import DIVERGED_CAVEAT, Answer, answer, withhold
-from radixbench.reports.hicache import has_tiers, hicache_lines
+from radixbench.reports.hicache import hicache_lines
 from radixbench.reports.parted import TableParts, as_frame, read_rows
 from radixbench.reports.pr_summary import summary_block
 from radixbench.reports.record import RunMeta
 from radixbench.reports.reference import reference_lines, reference_rows
+from radixbench.reports.render import N_RENDER_STEPS, finish_render, start_plots
 from radixbench.reports.summary import op_summary, speedups, variant_summary
 from radixbench.reports.tables import (
     OP_COLUMNS,
@@ -138,14 +143,19 @@ def write_report(
     run_dir = Path(run_dir)
     meta = RunMeta.coerce(meta)
     seed = meta.seed
+    # the plots read whole frames: a table in parts (a cluster's) is read whole only to draw
+    frames = (requests, as_frame(ops) if render else ops, timeseries, metrics)
+    extra = dict(tables or {})
     bar = tqdm(
-        total=3 + (_N_RENDER_STEPS if render else 0),
+        total=3 + (N_RENDER_STEPS if render else 0),
         desc="report",
         unit="step",
         disable=None if progress is None else not progress,
         leave=False,
     )
-    with bar:
+    # the drawing processes import matplotlib now, beside the summaries and tables
+    drawing = start_plots(run_dir, frames, meta, extra, svg) if render else nullcontext()
+    with drawing, bar:
         bar.set_postfix_str("summaries")
         # variants in the order listed (the harness concatenates them in spec order)
         op_variants = ops if isinstance(ops, pd.DataFrame) else ops.variants()
@@ -240,7 +250,6 @@ def write_report(
             written["timeseries"] = write_table(timeseries, run_dir, "timeseries")
         if metrics is not None:
             written["metrics"] = write_table(metrics, run_dir, "metrics")
-        extra = dict(tables or {})
         for stem, df in extra.items():
             written[stem] = write_table(df, run_dir, stem)
         bar.update()
@@ -258,9 +267,8 @@ def write_report(
         )
         if on_answer is not None:
             on_answer(result)
-        if render:
-            frames = (requests, as_frame(ops), timeseries, metrics)
-            _render(result, run_dir, frames, meta, equivalence, svg, bar, extra)
+        if isinstance(drawing, Drawing):
+            finish_render(result, run_dir, frames, meta, equivalence, svg, bar, drawing)
     return result
 
 
@@ -273,104 +281,3 @@ def _reference_label(meta: RunMeta) -> str:
     served = " as served" if str(entry.get("spec", "")).partition(":")[0] == "sglang" else ""
     core = f" ({entry['tree_core']} tree core)" if entry.get("tree_core") else ""
     return f"{meta.reference}{version}{served}{core}"
-
-
-#: Steps of :func:`_render` counted by the progress bar: 9 plots, report.md, report.html.
-_N_RENDER_STEPS = 11
-
-
-def _render(
-    result: ReportResult,
-    run_dir: Path,
-    frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None],
-    meta: RunMeta,
-    equivalence: Mapping[str, Any],
-    svg: bool,
-    bar: tqdm,
-    extra: Mapping[str, pd.DataFrame] | None = None,
-) -> None:
-    """Plots, ``report.md`` and ``report.html`` of :func:`write_report` (fills ``result``'s
-    ``plots``, ``report_md``, ``report_html``) from ``frames`` = (requests, ops, timeseries,
-    metrics). matplotlib is imported here, not at start-up."""
-    from radixbench.reports.drawing import draw_plots
-    from radixbench.reports.html import write_report_html
-    from radixbench.reports.markdown import write_report_md
-    from radixbench.reports.plots import plot_evict_vs_leaves, plot_match_vs_len, plot_op_cdf
-    from radixbench.reports.plots_run import (
-        plot_cost_vs_tree,
-        plot_hit_rate_over_time,
-        plot_kv_queue_over_time,
-        plot_match_vs_matched,
-        plot_request_cdfs,
-        plot_verdict_bars,
-    )
-
-    requests, ops, timeseries, metrics = frames
-    plot_dir = run_dir / "plots"
-    ceiling = meta.hit_rate_ceiling
-    verdicts = result["verdicts"]
-    claims = verdicts[verdicts["verdict"] != "not compared"]  # no plot claims either
-    steps: dict[str, Callable[[Path], Path]] = {
-        "verdict_bars": lambda p: plot_verdict_bars(claims, p, svg=svg),
-        "op_cdf": lambda p: plot_op_cdf(ops, p, svg=svg),
-        "evict_vs_leaves": lambda p: plot_evict_vs_leaves(ops, p, svg=svg),
-        "cost_vs_tree": lambda p: plot_cost_vs_tree(ops, p, svg=svg),
-        "match_vs_len": lambda p: plot_match_vs_len(ops, p, svg=svg),
-        "match_vs_matched": lambda p: plot_match_vs_matched(ops, p, svg=svg),
-        "request_cdfs": lambda p: plot_request_cdfs(requests, p, svg=svg),
-        "hit_rate_over_time": lambda p: plot_hit_rate_over_time(
-            requests, p, ceiling if isinstance(ceiling, Mapping) else None, svg=svg
-        ),
-    }
-    if not (ops["op"] == "evict").any():
-        del steps["evict_vs_leaves"]  # evict never ran: no empty plot
-    if timeseries is not None:
-        steps["kv_queue_over_time"] = lambda p: plot_kv_queue_over_time(timeseries, p, svg=svg)
-    if has_tiers(requests):
-        from radixbench.reports.plots_tiers import plot_links_over_time, plot_tier_hits_over_time
-
-        steps["tier_hits_over_time"] = lambda p: plot_tier_hits_over_time(requests, p, svg=svg)
-        transfers, tiers = (extra or {}).get("transfers"), (extra or {}).get("tiers")
-        if transfers is not None and tiers is not None:
-            steps["links_over_time"] = lambda p: plot_links_over_time(transfers, tiers, p, svg=svg)
-    plots = result["plots"]
-    bar.set_postfix_str("plots")
-    for name, path in draw_plots(steps, plot_dir):  # in parallel where there are cores
-        plots[name] = path
-        bar.update()
-    # in the order listed, whatever order they were drawn in
-    result["plots"] = plots = {name: plots[name] for name in steps}
-    bar.update(max(0, _N_RENDER_STEPS - 2 - len(steps)))  # the skipped plots
-    bar.set_postfix_str("report.md")
-    result["report_md"] = write_report_md(
-        run_dir,
-        meta=meta,
-        op_summary=result["op_summary"],
-        variant_summary=result["variant_summary"],
-        speedups=result["speedups"],
-        equivalence=equivalence,
-        plots=plots,
-        tables=result["tables"],
-        verdicts=verdicts,
-        metrics=metrics,
-        answer=result["answer"],
-        summary=result["summary"],
-    )
-    bar.update()
-    bar.set_postfix_str("report.html")
-    result["report_html"] = write_report_html(
-        run_dir,
-        meta=meta,
-        equivalence=equivalence,
-        frames={
-            "Verdicts": verdicts,
-            "Variants": result["variant_summary"],
-            "Serving metrics": metrics,
-            "Speed-ups": result["speedups"],
-            "Per-op latency": result["op_summary"],
-        },
-        plots=plots,
-        answer=result["answer"],
-        summary=result["summary"],
-    )
-    bar.update()

@@ -272,6 +272,30 @@ class BatchBuilder:
             "decode", input_ids, seq_lens, positions, ones, rows, out_cache_loc, positions
         )
 
+    def build_decode_block(self, out_cache_loc: np.ndarray, inputs: np.ndarray) -> ScheduleBatch:
+        """The decode batches of ``m`` consecutive steps of one running batch, built at once (a
+        decode block, ``sim.decode_block``). ``inputs``: int64 ``[3, m, bs]``, per step and
+        request the last output token, ``seq_len`` (the new token's position) and
+        ``req_pool_idx`` (:meth:`RunningArrays.block_inputs`); ``out_cache_loc``: int64 ``[m,
+        bs]``. Writes ``req_to_token[rows, positions] = out_cache_loc`` for every step, as
+        ``m`` calls of :meth:`build_decode` would. Returns one batch whose tensors are ``[m,
+        bs]`` (CPU, fresh): row ``i`` is what :meth:`build_decode` builds for step ``i``.
+        Raises ``RuntimeError`` on CUDA (blocks run on the CPU only)."""
+        self.write_decode_block_rows(out_cache_loc, inputs)
+        pos, t = inputs[1], torch.from_numpy
+        ones = np.ones_like(pos)
+        return ScheduleBatch(
+            "decode", t(inputs[0]), t(pos + 1), t(pos), t(ones), t(inputs[2]), t(out_cache_loc),
+            t(pos),
+        )  # fmt: skip
+
+    def write_decode_block_rows(self, out_cache_loc: np.ndarray, inputs: np.ndarray) -> None:
+        """Only the ``req_to_token`` write of :meth:`build_decode_block` (``--no-batch-builder``).
+        Raises ``RuntimeError`` on CUDA."""
+        if self.cuda:
+            raise RuntimeError("decode blocks are built on the CPU only")
+        self._table_np()[inputs[2], inputs[1]] = out_cache_loc
+
     def _decode_views(self, bs: int) -> tuple[torch.Tensor, ...]:
         """The five ``[bs]`` tensors of a CPU decode batch: views of the first ``bs`` columns of
         the rows of ``self._dec`` (input ids, positions, request rows, seq_lens, ones), made

@@ -36,6 +36,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 if TYPE_CHECKING:
     from radixbench.sim.cost_aic import AicCostModel
 
@@ -49,6 +51,15 @@ class CostModel(Protocol):
 
     def decode_time(self, batch_size: int, context_tokens: int) -> float:
         """One decode step of ``batch_size`` requests over ``context_tokens`` KV tokens."""
+        ...
+
+    def decode_time_fn(self) -> Callable[[int, int], float]:
+        """``decode_time`` for the simulator's per-step call (bit-identical results)."""
+        ...
+
+    def decode_times(self, batch_size: int, context_tokens: np.ndarray) -> np.ndarray:
+        """float64 ``[n]``: ``decode_time(batch_size, c)`` for each ``c`` of the int64 ``[n]``
+        ``context_tokens``, bit for bit (a decode block's steps, ``sim.decode_block``)."""
         ...
 
 
@@ -96,6 +107,11 @@ class LinearCostModel:
             + self.decode_per_req_s * batch_size
             + self.decode_per_ctx_token_s * context_tokens
         )
+
+    def decode_times(self, batch_size: int, context_tokens: np.ndarray) -> np.ndarray:
+        """:meth:`decode_time` of each context, the same float operations elementwise."""
+        head = self.decode_base_s + self.decode_per_req_s * batch_size
+        return head + self.decode_per_ctx_token_s * context_tokens
 
 
 #: The device<->host link of a preset without ``[host_link]`` (B/s, one direction: PCIe 4 x16).
@@ -197,6 +213,17 @@ class RooflineCostModel:
             return max(t_c, t_m) + overhead
 
         return decode_time
+
+    def decode_times(self, batch_size: int, context_tokens: np.ndarray) -> np.ndarray:
+        """:meth:`decode_time_fn`'s function of each context, the same float operations
+        elementwise (bit-identical)."""
+        flops = 2.0 * self.params * batch_size
+        attn = 4.0 * self.layers * self.heads * self.head_dim
+        compute = self.peak_flops * self.compute_eff * self.tp
+        memory = self.mem_bw_bytes_s * self.bw_eff * self.tp
+        t_c = (flops + attn * context_tokens) / compute
+        t_m = (self.weight_bytes + self.kv_bytes_per_token * context_tokens) / memory
+        return np.maximum(t_c, t_m) + self.step_overhead_s
 
     def decode_time(self, batch_size: int, context_tokens: int) -> float:
         flops = 2.0 * self.params * batch_size

@@ -31,19 +31,28 @@ Memoization: every shape is rounded to 8 significant bits (values below 256 exac
 error at most 2^-8 = 0.39 % per coordinate) and each rounded shape is asked of AIC once per
 process (``_Engine``); a step then costs dictionary look-ups. The compiled engine is cached per
 ``(model, system, framework, version, tp)``, so a model pickled to a Dask worker compiles there
-once (1-2 s).
+once (1-2 s). Across processes, :mod:`radixbench.sim.cost_aic_cache` keeps the compiled spec
+and the memo on disk: a process whose shapes were all asked before never builds the Rust
+engine (its tables load in ~0.5 s of CPU).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from radixbench.sim.cost import RooflineCostModel
 
-__all__ = ["AIC_DIST", "AIC_PIN", "AicCostModel", "aic_version", "quantize"]
+if TYPE_CHECKING:
+    from radixbench.sim.cost_aic_cache import _Tables
+
+__all__ = ["AIC_DIST", "AIC_PIN", "AicCostModel", "aic_version", "quantize", "quantize_array"]
 
 #: The distribution, and the version whose data and API this module is written against.
 AIC_DIST = "aiconfigurator-core"
@@ -71,14 +80,32 @@ def quantize(x: int) -> int:
     return ((x + (1 << (shift - 1))) >> shift) << shift
 
 
-class _Engine:
-    """A compiled AIC engine and its memo tables (ms per rounded shape)."""
+def quantize_array(x: np.ndarray) -> np.ndarray:
+    """:func:`quantize` of each element of an int64 array (``0 <= x < 2**53``), exactly."""
+    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)  # bit_length, exact below 2**53
+    shift = np.maximum(bits - GRID_BITS, 1)
+    rounded = ((x + (np.int64(1) << (shift - 1))) >> shift) << shift
+    return np.where(x < 1 << GRID_BITS, x, rounded)
 
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-        self.shared: dict[int, float] = {}
-        self.attn: dict[tuple[int, int, int], float] = {}
-        self.decode: dict[int, float] = {}  # key: (B << 32) | s
+
+class _Engine:
+    """An AIC engine's memo tables (ms per rounded shape; loaded from the on-disk cache) and
+    the Rust engine that fills them, built by ``build`` on the first shape they miss."""
+
+    def __init__(self, build: Callable[[], Any], tables: _Tables | None = None) -> None:
+        self._build = build
+        self._handle: Any = None
+        self.shared: dict[int, float]
+        self.attn: dict[tuple[int, int, int], float]
+        self.decode: dict[int, float]  # key: (B << 32) | s
+        self.shared, self.attn, self.decode = tables or ({}, {}, {})
+
+    @property
+    def handle(self) -> Any:
+        """aiconfigurator-core's ``EngineHandle`` (built on first use: ~0.5 s of CPU)."""
+        if self._handle is None:
+            self._handle = self._build()
+        return self._handle
 
     def shared_ms(self, n: int) -> float:
         if n <= 0:
@@ -110,31 +137,92 @@ _ENGINES: dict[tuple[str, str, str, str, int], _Engine] = {}
 
 
 def engine(model: str, system: str, framework: str, version: str, tp: int) -> _Engine:
-    """The compiled engine of these settings (compiled on first use, then cached). Raises
+    """The engine of these settings, made once per process: its ``EngineSpec`` compiled (or
+    read from the on-disk cache, :mod:`radixbench.sim.cost_aic_cache`, with the step times
+    already asked), its Rust engine built on the first step time not there. Raises
     ``ValueError`` (one line) when aiconfigurator-core is missing or rejects them."""
     key = (model, system, framework, version, tp)
     eng = _ENGINES.get(key)
     if eng is None:
-        try:
-            from aiconfigurator_core.sdk.engine import EngineHandle
-        except ImportError:
-            raise ValueError(
-                f"{AIC_DIST} is not installed (pip install {AIC_DIST}=={AIC_PIN})"
-            ) from None
-        log = logging.getLogger("aiconfigurator_core")
-        level = log.level
-        log.setLevel(logging.ERROR)  # its data-fallback notices are not the user's concern
-        try:
-            handle = EngineHandle.compile(
-                model, system, framework, backend_version=version, tp_size=tp
-            )
-        except Exception as e:  # its errors are ValueError, KeyError, download errors...
-            raise ValueError(f"{AIC_DIST}: {model} on {system} {framework} {version}: "
-                             f"{' '.join(str(e).split())[:200]}") from None  # fmt: skip
-        finally:
-            log.setLevel(level)
-        eng = _ENGINES[key] = _Engine(handle)
+        from radixbench.sim import cost_aic_cache as disk
+
+        request = {"model": model, "system": system, "framework": framework,
+                   "version": version, "tp": tp}  # fmt: skip
+        spec = disk.decode(disk.load("engine", request))
+        cached = spec is not None
+        if spec is None:
+            spec = _compile(*key)
+            disk.store("engine", request, disk.encode(spec))
+
+        def build() -> Any:
+            try:
+                return _handle(spec)
+            except ValueError:
+                if not cached:
+                    raise
+            fresh = _compile(*key)  # a cached spec the library rejects: compile it again
+            disk.store("engine", request, disk.encode(fresh))
+            return _handle(fresh)
+
+        memo = {**request, "grid_bits": GRID_BITS, "formulas": formulas()}
+        eng = _ENGINES[key] = _Engine(build, disk.memo_tables(memo))
+        disk.keep_memo(memo, eng)
     return eng
+
+
+def formulas() -> str:
+    """A digest of the code that computes and keys the memo's step times (:func:`quantize`,
+    ``_Engine``'s methods, :meth:`AicCostModel.decode_time_fn`): the stored memo of another
+    version of that code is another entry, never read."""
+    h = hashlib.sha256()
+
+    def add(code: types.CodeType) -> None:
+        h.update(code.co_code)
+        h.update(repr(code.co_names).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                add(const)
+            else:
+                h.update(repr(const).encode())
+
+    for fn in (quantize, _Engine.shared_ms, _Engine.attn_ms, _Engine.decode_ms,
+               AicCostModel.decode_time_fn):  # fmt: skip
+        add(fn.__code__)
+    return h.hexdigest()[:16]
+
+
+def _handle(spec: bytes) -> Any:
+    """aiconfigurator-core's ``EngineHandle`` of ``spec`` (``ValueError``, one line, if it
+    refuses it)."""
+    try:
+        from aiconfigurator_core.sdk.engine import EngineHandle
+
+        return EngineHandle(spec)
+    except Exception as e:
+        raise ValueError(
+            f"{AIC_DIST}: engine spec refused: {' '.join(str(e).split())[:200]}"
+        ) from None
+
+
+def _compile(model: str, system: str, framework: str, version: str, tp: int) -> bytes:
+    """``compile_engine``'s ``EngineSpec`` bytes (the first step of ``EngineHandle.compile``).
+    Raises ``ValueError`` (one line) when aiconfigurator-core is missing or rejects them."""
+    try:
+        from aiconfigurator_core.sdk.engine import compile_engine
+    except ImportError:
+        raise ValueError(
+            f"{AIC_DIST} is not installed (pip install {AIC_DIST}=={AIC_PIN})"
+        ) from None
+    log = logging.getLogger("aiconfigurator_core")
+    level = log.level
+    log.setLevel(logging.ERROR)  # its data-fallback notices are not the user's concern
+    try:
+        return bytes(compile_engine(model, system, framework, backend_version=version, tp_size=tp))
+    except Exception as e:  # its errors are ValueError, KeyError, download errors...
+        raise ValueError(f"{AIC_DIST}: {model} on {system} {framework} {version}: "
+                         f"{' '.join(str(e).split())[:200]}") from None  # fmt: skip
+    finally:
+        log.setLevel(level)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +310,24 @@ class AicCostModel:
             return ms * 1e-3 + over
 
         return decode_time
+
+    def decode_times(self, batch_size: int, context_tokens: np.ndarray) -> np.ndarray:
+        """float64 ``[n]``: :meth:`decode_time_fn`'s function of each int64 context, bit for
+        bit (the same memo keys, each looked up once; ``ms * 1e-3 + overhead`` elementwise)."""
+        if batch_size <= 0:
+            return np.full(context_tokens.shape, self.step_overhead_s)
+        eng = self._engine()
+        memo = eng.decode
+        s = quantize_array(np.maximum(1, (context_tokens + batch_size // 2) // batch_size))
+        keys, inverse = np.unique(s, return_inverse=True)
+        ms = np.empty(keys.size)
+        for i, q in enumerate(keys.tolist()):
+            key = (batch_size << 32) | q
+            v = memo.get(key)
+            if v is None:
+                v = memo[key] = eng.decode_ms(batch_size, q)
+            ms[i] = v
+        return ms[inverse] * 1e-3 + self.step_overhead_s
 
     def decode_time(self, batch_size: int, context_tokens: int) -> float:
         """One decode step (s); the same numbers as :meth:`decode_time_fn`'s function."""

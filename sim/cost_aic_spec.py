@@ -34,7 +34,7 @@ from radixbench.sim import cost_aic
 from radixbench.sim.cost import RooflineCostModel, preset_names, read_preset, roofline_from_doc
 from radixbench.sim.cost_aic import AIC_DIST, AIC_PIN, AicCostModel, engine
 
-__all__ = ["REFERENCE_SGLANG", "aic_from_table", "data_versions", "load_aic"]
+__all__ = ["REFERENCE_SGLANG", "aic_from_table", "data_versions", "load_aic", "resolved"]
 
 #: The SGLang version radixbench's reference is; AIC's sglang data nearest it is the default.
 REFERENCE_SGLANG = "0.5.23"
@@ -84,6 +84,23 @@ def resolve_version(system: str, framework: str, version: str | None) -> str:
         shown = ", ".join(f"{k} {v}" for k, v in slots.items())
         raise ValueError(f"AIC has no {framework} {version} data for {system}; it has {shown}")
     return version
+
+
+def resolved(system: str, framework: str, version: str | None) -> tuple[str, str]:
+    """``(resolve_version(...), data_versions(...))`` of a request, kept in the on-disk cache
+    (:mod:`radixbench.sim.cost_aic_cache`): resolving reads every AIC system's YAML file (half
+    a second of CPU). Raises what :func:`resolve_version` raises (refusals are not cached)."""
+    from radixbench.sim import cost_aic_cache
+
+    request = {"system": system, "framework": framework, "requested": version,
+               "reference": REFERENCE_SGLANG, "families": list(_FAMILIES)}  # fmt: skip
+    hit = cost_aic_cache.load("resolve", request)
+    if isinstance(hit, list) and len(hit) == 2 and all(isinstance(v, str) for v in hit):
+        return hit[0], hit[1]
+    literal = resolve_version(system, framework, version)
+    by_op = data_versions(system, framework, literal)
+    cost_aic_cache.store("resolve", request, [literal, by_op])
+    return literal, by_op
 
 
 def _num(key: tuple[int, ...]) -> float:
@@ -141,7 +158,7 @@ def load_aic(spec: str) -> AicCostModel:
                          "models, e.g. meta-llama/Meta-Llama-3.1-8B, Qwen/Qwen3-32B)")  # fmt: skip
     framework = m["fw"] or "sglang"
     try:
-        resolve_version(system, framework, m["ver"])  # the system and version, before memory
+        resolved(system, framework, m["ver"])  # the system and version, before memory
     except ValueError as e:
         raise ValueError(f"{spec}: {e}") from None
     same = [r for t, r in presets.values() if t["model"] == model and t["system"] == system]
@@ -168,7 +185,8 @@ def aic_from_table(table: Any, roof: RooflineCostModel, where: str) -> AicCostMo
     model, system = str(table["model"]), str(table["system"])
     framework = str(table.get("framework", "sglang"))
     try:
-        version = resolve_version(system, framework, table.get("version"))
+        asked = table.get("version")
+        version, by_op = resolved(system, framework, None if asked is None else str(asked))
         engine(model, system, framework, version, roof.tp)
         cost = AicCostModel(
             name=f"{roof.name} (AIC {framework} {version}, {system})",
@@ -178,7 +196,7 @@ def aic_from_table(table: Any, roof: RooflineCostModel, where: str) -> AicCostMo
             version=version,
             roofline=roof,
             step_overhead_s=float(table.get("step_overhead_s", 0.0)),
-            data_versions=data_versions(system, framework, version),
+            data_versions=by_op,
         )
     except (ValueError, TypeError) as e:
         raise ValueError(f"{where}: {e}") from None

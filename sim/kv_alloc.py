@@ -186,6 +186,43 @@ class SlotAllocator:
         last_loc = self.pool.req_to_token[meta[0], meta[1] - 1].to(torch.int64)
         return self._checked(self._alloc_decode(meta[1] + 1, last_loc), bs)
 
+    def decode_block(self, seq_first: np.ndarray, rows: np.ndarray, m: int) -> np.ndarray:
+        """The slots of ``m`` consecutive decode steps of one batch (a decode block,
+        ``sim.decode_block``), taken at once: int64 ``[m, bs]`` (row ``i``: step ``i``'s
+        ``out_cache_loc``), the same slots in the same order as ``m`` calls of :meth:`decode`
+        with ``seq_lens = seq_first + i``. ``seq_first``: int64 ``[bs]``, each request's
+        ``seq_len`` at the first step; ``rows``: its ``req_pool_idx``. Page 1: ``m * bs``
+        slots from the free list, step by step in request order. Paged: a request whose token
+        at position ``p`` starts a page (``p % page_size == 0``) takes the next free page, in
+        (step, request) order, and writes its first slot; the others write one past the slot
+        before (``req_to_token[row, seq_first - 1]`` before the first step). The caller checked
+        that the free slots cover every step's worst case (``bs * page_size``), so nothing is
+        evicted; raises ``RuntimeError`` if the pool cannot hold them after all. CPU pools
+        only (numpy; ``ValueError`` otherwise). Mutates the free list only: the caller writes
+        the slots into ``req_to_token`` (the batch build)."""
+        if not self.cpu:
+            raise ValueError("decode_block: the KV pool is not on the CPU")
+        bs, ps, alloc = int(seq_first.size), self.page_size, self.allocator
+        if ps == 1:
+            out = self._checked(alloc.alloc(m * bs), m * bs)
+            return out.numpy().reshape(m, bs)
+        table = self.pool.req_to_token
+        if table is not self._table:
+            self._table, self._table_np = table, table.numpy()
+        step = np.arange(m, dtype=np.int64)[:, None]
+        need = (seq_first + step) % ps == 0  # [m, bs]: the token opens a page
+        n = int(np.count_nonzero(need))
+        # slot - step: constant along a request's column between two new pages
+        first = (self._table_np[rows, seq_first - 1].astype(np.int64) + 1)[None, :]
+        if not n:
+            return first + step
+        slots = self._checked(alloc.alloc(n * ps), n * ps).numpy()
+        base = np.zeros((m, bs), dtype=np.int64)
+        base[need] = slots[::ps] - np.broadcast_to(step, (m, bs))[need]  # row-major: step order
+        last_new = np.maximum.accumulate(np.where(need, step, -1), axis=0)
+        carried = base[np.maximum(last_new, 0), np.arange(bs)]
+        return np.where(last_new >= 0, carried, first) + step
+
     # ------------------------------------------------------------------ release
     def own_start(self, req: Req) -> int:
         """First position of ``req``'s KV that the tree does not hold: 0.5.23's

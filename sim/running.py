@@ -162,6 +162,30 @@ class RunningArrays:
         self._rebase()
         return np.flatnonzero(self.rem <= 0).tolist()
 
+    def advance_many(self, ends: np.ndarray) -> None:
+        """``len(ends)`` decode steps ended at the simulated times ``ends`` (s, in order), as
+        that many :meth:`advance` calls, none of which may finish a request: raises
+        ``ValueError`` (changing nothing) when one would."""
+        k = len(ends)
+        if k and self.steps + k >= self.next_done:
+            raise ValueError(f"advance_many: a request finishes within {k} steps")
+        self.steps += k
+        self.times.frombytes(np.ascontiguousarray(ends, dtype=np.float64).tobytes())
+        self.seq_total += k * len(self.reqs)
+
+    def block_inputs(self, m: int) -> np.ndarray:
+        """int64 ``[3, m, bs]``: :meth:`decode_inputs` of each of the last ``m`` steps as it
+        stood when that step began (the step before each had advanced the batch), i.e. after
+        :meth:`advance_many` of those steps' starts: row ``i`` is step ``i``'s last sampled
+        token, new token's position and ``req_pool_idx`` per request."""
+        d = self.steps - self.base
+        off = np.arange(d - m + 1, d + 1, dtype=_I64)[:, None]
+        out = np.empty((3, m, self.rows.size), dtype=_I64)
+        out[0] = self.buf[self.pos + off]
+        np.add(self.seq, off, out=out[1])
+        out[2] = self.rows
+        return out
+
     def drop(self, idx: list[int]) -> None:
         """Remove the requests at ``idx`` (ascending) from the batch; the rest keep order."""
         self._rebase()

@@ -43,9 +43,13 @@ end time; only the simpy event between two steps is skipped, and the loop's per-
 hooks (``after_step``, ``before_step``) still run between them. Under the ``coupled`` clock a
 step's duration is known only once its work has been measured: each step of a run takes its
 own measured CPU (``OpRecorder.take_charge_ns`` right after its work), exactly as step by
-step, and the next step starts at its end. Results are the same as step by step (the request,
-step and op tables, the measured ``ns`` aside; tests/sim/test_coalesce.py runs every bundled
-scenario both ways), with fewer simpy events.
+step, and the next step starts at its end. Under the isolated clock (the default) with the KV
+pool on the CPU, the steps of a run after its first are done in blocks (``sim.decode_block``):
+planned with the same checks, then allocated, built and logged as ``[m, bs]`` array operations,
+each step charged an equal share of the block's measured allocation and build time. Results are
+the same as step by step (the request, step and op tables, the measured ``ns`` aside;
+tests/sim/test_coalesce.py runs every bundled scenario both ways, tests/sim/test_decode_block.py
+each page size), with fewer simpy events.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from radixbench.sim.admission import get_new_batch_prefill, retract_decode
 from radixbench.sim.batch import BatchBuilder
 from radixbench.sim.clock import StepClock
 from radixbench.sim.config import SimConfig
+from radixbench.sim.decode_block import blocks_apply, run_block
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.kv_alloc import SlotAllocator
 from radixbench.sim.request import Req
@@ -324,6 +329,11 @@ class Scheduler:
         clock = self.clock
         assert clock is not None
         arr = self.arr
+        if blocks_apply(self):  # the same steps, as array operations (sim.decode_block)
+            m = 1
+            while m:
+                m, end = run_block(self, end)
+            return end
         try:
             while self._run_on(end):
                 t = clock.at = end

@@ -205,9 +205,10 @@ class ServedSGLangCache(SGLangAdapter):
         :mod:`radixbench.cache.sglang.report`), installed on the instance as SGLang's code
         calls them (``ServedTree.install``: the shadow is fed in the timer's stats and result
         reads, outside every timed ns). What stays inside a timed call and is not SGLang's:
-        the timer's own frame around each nested call, ``dec_lock_ref``'s keyword shim and one
-        frame per eviction victim (the victim hook), measured by ``bench served``'s adapter
-        case. Mutates this adapter (its ``_call`` table) and the SGLang instance."""
+        the timer's own frame around each nested call (less its calibrated cost,
+        ``OpRecorder.nested_ns``), ``dec_lock_ref``'s keyword shim and one frame per eviction
+        victim (the victim hook), measured by ``bench served``'s adapter case. Mutates this
+        adapter (its ``_call`` table) and the SGLang instance."""
         self._call = timed_core_calls(
             timer, self._sgl_calls, self.tree_stats, self.sgl.evictable_size, self._arg
         )

@@ -8,11 +8,18 @@ keeps them from what the core does report, through the backend-neutral interface
 
 * new nodes: after an ``insert`` / ``match_prefix`` whose resulting node is new, one
   ``collect_path_info([node])`` (``unified_tree_core_interface.py``; each ``TreePathNodeInfo``
-  gives a path node's id and parent) and the first KV slot of each new node
-  (``get_component_device_value(node, FULL)``): a new node whose first slot is that of an
-  existing child ``X`` of its parent is the upper half of a split of ``X`` (a split keeps the
-  child's id for the lower half and copies its lock, ``unified_tree_core.py:_split_node``), any
-  other new node is a new leaf;
+  gives a path node's id, parent and child count). A new node without children is a new leaf:
+  the upper half of a split always has one, its lower half (a split keeps the child's id for
+  the lower half and copies its lock, ``unified_tree_core.py:_split_node``). A new node with
+  children is the upper half of a split of the existing child ``X`` of its parent that is now
+  its child, if there is one, else a new leaf. ``X`` is looked for among the parent's children
+  whose first KV slot is not read yet, by one ``collect_path_info`` of them (where each is now;
+  those still under the parent get their first slot read then,
+  ``get_component_device_value(node, FULL)``), then among the others by the new node's first
+  slot, which the split took from ``X``. A child's first slot is read at most once (until it is
+  split) and only when a split under its parent needs it: a new leaf costs one call into the
+  core and no tensor read. With HiCache (``tiered``) every new node's first slot is read when
+  it joins and tells every split (a node may leave the device before a later read);
 * locks: every ``inc_lock_ref`` / ``dec_lock_ref`` adds +1 / -1 to the node's own count (a
   node's ``lock_ref`` in the core is the sum over its subtree, and a leaf's subtree is itself:
   an evictable leaf is one with no locks of its own, O(1) per lock; :meth:`lock_count` sums
@@ -31,26 +38,33 @@ Events are queued (O(1) each) and applied by ``sync()``, which the adapter calls
 SGLang call and in ``stats()``, so a new node is always looked up in the state right after the
 operation that made it. ``stats()`` is then O(1) (node count, evictable-leaf count); a node is
 an evictable leaf when unlocked, childless and not the root, as ``evictable_device_leaves``
-(``unified_tree_core.py:1595``). Children are kept in the order they appeared, a split's upper
-half in its lower half's place: the Python core's dict order (the Rust core keeps children in a
-randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it has no order to follow).
-Cost per new node: two or three calls into the core; nothing else queries it.
+(``unified_tree_core.py:1595``). Children are walked in the order they appeared, a split's
+upper half in its lower half's place (``order``): the Python core's dict order (the Rust core
+keeps children in a randomly seeded hash map, ``rust/sglang-radix-tree/src/node.rs``, so it
+has no order to follow).
+Cost: one call into the core per new leaf; a split adds the first slots it needs; nothing else
+queries it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
 class TreeShadow:
-    """Parent links, children (by first KV slot, in order), lock counts and the evictable-leaf
-    set of a tree core, keyed by the core's node ids. ``core``: the tree core
+    """Parent links, children (by first KV slot, or ``~child`` while its slot is not read),
+    their order, lock counts and the evictable-leaf set of a tree core, keyed by the core's
+    node ids. ``core``: the tree core
     (``collect_path_info``, ``get_component_device_value``); ``full``: ``ComponentType.FULL``."""
+
+    #: the most children with unread first slots a split under their parent leaves unread
+    UNREAD = 8
 
     def __init__(self, core: Any, full: Any, root: int, tiered: bool = False) -> None:
         self.core = core
         self.full = full
+        self.paths = path_reader(core)
         #: HiCache: the shadow keeps the device-resident nodes only; a victim of
         #: ``_evict_device_leaf`` may stay (a write-back whose backup found no room) or stay as
         #: a host-only node, and ``on_node`` after a load back brings nodes back
@@ -61,8 +75,15 @@ class TreeShadow:
         """Forget everything: an empty tree under ``root``."""
         self.root = root
         self.parent: dict[int, int] = {}
+        #: node -> {its child's first KV slot, or ``~child`` while not read: child}
         self.kids: dict[int, dict[int, int]] = {root: {}}
+        #: node -> its key in its parent's ``kids``
         self.first: dict[int, int] = {}
+        #: node -> the children whose first slot is not read yet (only nodes that have some)
+        self.unread: dict[int, set[int]] = {}
+        #: node -> its place among its siblings (``walk``: the order children appeared in)
+        self.order: dict[int, int] = {}
+        self.seq = 0
         self.lock: dict[int, int] = {root: 1}
         self.evictable: set[int] = set()
         #: events not applied yet; one list for the shadow's life (cleared, never rebound: the
@@ -110,34 +131,88 @@ class TreeShadow:
         else:
             self.evictable.discard(node)
 
+    def _moved(self, parent: int, new: int) -> int | None:
+        """The child of ``parent`` whose first slot is not read yet that a split moved under
+        ``new`` (the split's lower half), or None. One ``collect_path_info`` of them all tells
+        where each is; when there are more than :attr:`UNREAD` of them, those still under
+        ``parent`` are keyed by their first slots now (each child's read once): a split looks
+        at most ``UNREAD`` paths up, or reads each slot once."""
+        unread = self.unread[parent]
+        children = list(unread)
+        moved, key = None, len(children) > self.UNREAD
+        for child, path in zip(children, self.paths(children), strict=True):
+            now = path[-1][1]
+            if now == new:
+                moved = child
+            elif key and now == parent:
+                slot = self._first_slot(child)
+                self._leave(child)
+                self._join(child, parent, slot, self.order[child])
+        return moved
+
+    def _join(self, node: int, parent: int, key: int, order: int) -> None:
+        self.parent[node] = parent
+        self.first[node] = key
+        self.kids[parent][key] = node
+        self.order[node] = order
+        if key < 0:
+            self.unread.setdefault(parent, set()).add(node)
+
     def _add_path(self, end: int) -> None:
         if end in self.kids:
             return
-        (path,) = self.core.collect_path_info([end])
-        for info in path:
-            node, parent = int(info.node_id), int(info.parent_id)
+        (path,) = self.paths([end])
+        new = 0  # where the new nodes start: the path's tail after the last node known here
+        if not self.tiered:  # (unless a node above it has moved: a split the walk must see)
+            new = len(path)
+            while new and path[new - 1][0] not in self.kids:
+                new -= 1
+            if new and self.parent[path[new - 1][0]] != path[new - 1][1]:
+                new = 0
+        for node, parent, _, _, _, children in path[new:]:
             if node in self.kids:
                 continue
-            value = self.core.get_component_device_value(node, self.full)
-            if value is None:  # HiCache: host-only (a load back not yet committed) from here
-                return
-            slot = int(value[0])
-            siblings = self.kids[parent]
-            old = siblings.get(slot)
-            self.parent[node] = parent
-            self.first[node] = slot
-            siblings[slot] = node  # a split's upper half takes its lower half's place
+            self.seq += 1
+            if not self.tiered and not children:  # a new leaf (module docstring)
+                self._join(node, parent, ~node, self.seq)
+                self._new_leaf(node, parent)
+                continue
+            old = self._moved(parent, node) if parent in self.unread else None
+            key = ~node  # the place of an unread lower half, or a slot
+            if old is None:
+                value = self.core.get_component_device_value(node, self.full)
+                if value is None:  # HiCache: host-only (a load back not yet committed) from here
+                    return
+                key = int(value[0])
+                old = self.kids[parent].get(key)
             if old is None:  # a new leaf (locks taken while it was not on the device)
-                self.kids[node] = {}
-                self.lock[node] = self.pending_lock.pop(node, 0)
-                self._refresh(parent)
-            else:  # the upper half of a split of ``old`` (its own locks: none; tiered: old's)
-                new_first = self._first_slot(old)
-                self.kids[node] = {new_first: old}
-                self.parent[old] = node
-                self.first[old] = new_first
-                self.lock[node] = self.lock[old] if self.tiered else 0
+                self._join(node, parent, key, self.seq)
+                self._new_leaf(node, parent)
+                continue
+            # the upper half of a split of ``old``, in its place (its own locks: none;
+            # tiered: old's); ``old``'s first slot moved
+            self._leave(old)
+            self._join(node, parent, key, self.order[old])
+            self.kids[node] = {}
+            self._join(old, node, self._first_slot(old) if self.tiered else ~old, self.order[old])
+            self.lock[node] = self.lock[old] if self.tiered else 0
             self._refresh(node)
+
+    def _leave(self, node: int) -> None:
+        """Take ``node`` out of its parent's children (its other links stay)."""
+        parent, key = self.parent[node], self.first[node]
+        del self.kids[parent][key]
+        if key < 0:
+            unread = self.unread[parent]
+            unread.discard(node)
+            if not unread:
+                del self.unread[parent]
+
+    def _new_leaf(self, node: int, parent: int) -> None:
+        self.kids[node] = {}
+        self.lock[node] = self.pending_lock.pop(node, 0)
+        self._refresh(parent)
+        self._refresh(node)
 
     def _lock(self, node: int, delta: int) -> None:
         if node not in self.lock:  # locked inside the call that made it (a HiCache backup)
@@ -201,9 +276,9 @@ class TreeShadow:
     def _evict(self, node: int) -> None:
         if node not in self.parent or (self.tiered and self._on_device(node)):
             return  # already gone from the device, or kept (a declined write-back)
+        self._leave(node)
         parent = self.parent.pop(node)
-        del self.kids[parent][self.first.pop(node)]
-        del self.kids[node], self.lock[node]
+        del self.first[node], self.kids[node], self.lock[node], self.order[node]
         self.evictable.discard(node)
         self._refresh(parent)
 
@@ -229,10 +304,40 @@ class TreeShadow:
     def walk(self, node_id: Callable[[int], int]) -> Iterator[tuple[int, int]]:
         """``(id, parent id)`` depth first, children in order, ids mapped by ``node_id``."""
         self.sync()
-        stack = list(reversed(self.kids[self.root].values()))
+        place = self.order.__getitem__
+        stack = sorted(self.kids[self.root].values(), key=place, reverse=True)
         while stack:
             node = stack.pop()
             yield node_id(node), node_id(self.parent[node])
             kids = self.kids[node]
             if kids:
-                stack.extend(reversed(kids.values()))
+                stack.extend(sorted(kids.values(), key=place, reverse=True))
+
+
+#: A path node as :func:`path_reader` gives it (``TreePathNodeInfo``'s fields, in order).
+PathNode = tuple[int, int, int, int, int | None, int]
+
+
+def path_reader(core: Any) -> Callable[[list[int]], Sequence[Sequence[PathNode]]]:
+    """``core.collect_path_info`` with each path node as a :data:`PathNode` tuple: for sglang
+    0.5.23's Rust core, its binding's own call, whose tuples the adapter wraps field by field
+    (``TreePathNodeInfo(*node)``, ``rust_tree_core/adapter.py:1224-1228``): half the cost per
+    path node; for any other core (or a subclass overriding the call), its tuples made from the
+    ``TreePathNodeInfo`` objects. Raises ``KeyError`` for a node the core does not have."""
+    binding = getattr(core, "_binding", None)
+    call = getattr(type(core), "collect_path_info", None)
+    if binding is not None and getattr(call, "__qualname__", "") == RUST_PATHS:
+        return binding.collect_path_info
+
+    def paths(ids: list[int]) -> list[list[PathNode]]:
+        return [
+            [(int(i.node_id), int(i.parent_id), i.path_start, i.path_end, i.full_value_len,
+              i.num_children) for i in path]
+            for path in core.collect_path_info(ids)
+        ]  # fmt: skip
+
+    return paths
+
+
+#: The Rust core's call whose binding :func:`path_reader` calls directly.
+RUST_PATHS = "RustUnifiedTreeCore.collect_path_info"

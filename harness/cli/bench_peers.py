@@ -29,8 +29,9 @@ def add_parser(targets: Any, fmt: type[argparse.HelpFormatter], func: Callable[.
     p.set_defaults(func=func)
     p.add_argument(
         "--cases",
-        default="abcdem",
-        help="which of the cases a-e to run, and m: peak RSS vs 1/2/4/8 instances (the slope)",
+        default="abcdelm",
+        help="which of the cases a-e to run; l: the cluster's CPU per request against one "
+        "instance's at the same per-instance load; m: peak RSS vs 1/2/4/8 instances (the slope)",
     )
     p.add_argument("--reps", type=positive_int, default=1, help="alternating runs per case")
     p.add_argument(
@@ -54,9 +55,9 @@ def run(args: argparse.Namespace, calibrate: Callable[[], Calibration]) -> int:
     from radixbench.bench.peers_report import END, START, markdown
 
     keys = args.cases.strip().lower()
-    bad = sorted(set(keys) - {c.key for c in CASES} - {"m"})
+    bad = sorted(set(keys) - {c.key for c in CASES} - {"l", "m"})
     if bad or not keys:
-        raise UsageError(f"--cases: expected letters of abcdem, got {args.cases!r}")
+        raise UsageError(f"--cases: expected letters of abcdelm, got {args.cases!r}")
     mocker = args.mocker or mocker_python()
     if mocker is not None and not Path(mocker).is_file():
         raise UsageError(f"--mocker: no such file {mocker}")

@@ -26,7 +26,7 @@ from radixbench.harness.cli.cluster_args import cluster_origins, cluster_overrid
 from radixbench.harness.cli.help_defaults import note_scenario_defaults
 from radixbench.harness.cli.hicache_args import EXTRA_CONFIG_FLAG, storage_extra
 from radixbench.harness.cli.knobs import KNOBS, OVERRIDES, SGLANG_ALIASES, add_knobs
-from radixbench.harness.cli.util import UsageError, lazy_help, radixbench_module
+from radixbench.harness.cli.util import UsageError, lazy_help, preload, radixbench_module
 
 if TYPE_CHECKING:
     from radixbench.harness.config.scenario import Scenario
@@ -183,6 +183,7 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if extra is not None:
         origins.update(dict.fromkeys(storage_extra(extra), EXTRA_CONFIG_FLAG))
     overrides = scenario_overrides(args)
+    preload(["radixbench.harness.config.scenario"])  # torch, pandas, the simulator
     _resolve_impls(getattr(args, "impls", None))
     from radixbench.harness.config.scenario import load_scenario
 

@@ -11,7 +11,7 @@ null, "ok": equivalence verdict}`` (paths inside ``STAGING``).
 
 The torch profiler (CPU activity, plus CUDA when available) records a Chrome trace
 (``<run_dir>/profile/torch_trace.json``, open in chrome://tracing or Perfetto). During the run
-``BatchBuilder.build_extend`` / ``build_decode`` are wrapped in
+``BatchBuilder.build_extend`` / ``build_decode`` / ``build_decode_block`` are wrapped in
 ``torch.profiler.record_function("batch_builder.build_extend")`` etc. so the builder's tensor
 work is grouped under named ranges; the originals are restored afterwards.
 """
@@ -36,7 +36,7 @@ from radixbench.sim.batch import BatchBuilder
 
 __all__ = ["labelled_batch_builder", "main", "run_target"]
 
-_BUILDER_METHODS = ("build_extend", "build_decode")
+_BUILDER_METHODS = ("build_extend", "build_decode", "build_decode_block")
 #: How :func:`main` starts the one line it prints for bad input before exiting with 2.
 ERROR_PREFIX = "radixbench: error: "
 

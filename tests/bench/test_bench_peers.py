@@ -6,6 +6,7 @@ venv (skipped otherwise)."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,17 @@ def test_radixbench_side_of_a_case_runs_the_compare_command(tmp_path: Path) -> N
     assert len(r.hits) == 30 and r.instance == [0] * 30
     assert 0 <= r.hit_rate < 1 and not math.isnan(r.ttft_p50_ms)
     assert "(a) 1 instance" in case_text(CASE_A, {"radixbench one server": r})
+
+
+def test_radixbench_child_loads_its_modules_as_the_command_does(tmp_path: Path) -> None:
+    """The child imports torch, pandas and the simulator as ``radixbench compare`` does
+    (collector paused, then frozen: harness/cli/util.py ``preload``), not before it: its CPU
+    is the command's."""
+    from radixbench.bench.peers import _RADIXBENCH, _child, radixbench_args
+
+    cmd = [sys.executable, "-c", _RADIXBENCH, str(tmp_path), *radixbench_args(CASE_A, None, 10)]
+    doc, _, _ = _child(cmd, 600)
+    assert doc["rc"] == 0 and doc["gc_frozen"] > 100_000
 
 
 @pytest.mark.skipif(mocker_python() is None, reason="no mocker venv (make peers)")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from radixbench.sim.cost import LinearCostModel, RooflineCostModel, load_cost_model, preset_names
@@ -83,3 +84,9 @@ def test_decode_time_fn_is_decode_time_bit_for_bit(spec: str) -> None:
     for bs in (1, 3, 64, 257):
         for ctx in (0, 1, 1000, 123_457, 3_000_001):
             assert fn(bs, ctx) == model.decode_time(bs, ctx)  # exact, not approx
+        # a decode block's call: every element bit for bit the per-step function's
+        ctxs = np.array([0, 1, 255, 256, 257, 1000, 123_457, 3_000_001])
+        ctxs = np.concatenate((ctxs, 40_000 + bs * np.arange(300)))
+        many = model.decode_times(bs, ctxs)
+        assert many.dtype == np.float64
+        assert many.tolist() == [fn(bs, int(c)) for c in ctxs]

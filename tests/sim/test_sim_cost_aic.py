@@ -6,13 +6,14 @@ from __future__ import annotations
 import pickle
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from radixbench.sim import cost_aic
 from radixbench.sim.cost import RooflineCostModel, cost_info, load_cost_model, preset_names
-from radixbench.sim.cost_aic import GRID_BITS, AicCostModel, quantize
+from radixbench.sim.cost_aic import GRID_BITS, AicCostModel, quantize, quantize_array
 
 needs_aic = pytest.mark.skipif(cost_aic.aic_version() is None, reason="aiconfigurator-core absent")
 
@@ -126,3 +127,10 @@ def test_without_aiconfigurator_presets_fall_back_and_aic_is_refused(monkeypatch
     for spec in ("aic", "aic:qwen3-32b-h100", "aic:Llama-3.1-8B@h100_sxm"):
         with pytest.raises(ValueError, match="aiconfigurator-core is not installed"):
             load_cost_model(spec)
+
+
+def test_quantize_array_is_quantize_elementwise() -> None:
+    xs = [0, 1, 2, 255, 256, 257, 383, 384, 385, 511, 512, 513, 1023, 1024, 1025, 4097]
+    xs += [2**k + d for k in range(9, 52) for d in (-1, 0, 1, 2 ** (k - 8), 2 ** (k - 9))]
+    arr = np.array(xs, dtype=np.int64)
+    assert quantize_array(arr).tolist() == [quantize(x) for x in xs]

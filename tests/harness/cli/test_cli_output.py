@@ -116,17 +116,18 @@ def test_profile_prints_the_hottest_lines_table_once(
 def test_compare_prints_the_answer_before_the_plots_are_drawn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: the answer comes before the report's slowest part; the run folder then holds
-    every plot, and the last line names it."""
-    import radixbench.reports.drawing as drawing
+    """Issue 28: the answer comes before the report's slowest part (the plots are drawn once
+    their results are asked); the run folder then holds every plot, and the last line names
+    it."""
+    from radixbench.reports.drawing import Drawing
 
-    real = drawing.draw_plots
+    real = Drawing.results
 
-    def marked(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def marked(self):  # type: ignore[no-untyped-def]
         print("<drawing plots>")
-        yield from real(*args, **kwargs)
+        yield from real(self)
 
-    monkeypatch.setattr(drawing, "draw_plots", marked)
+    monkeypatch.setattr(Drawing, "results", marked)
     argv = ["compare", "prefix-repetition", "--requests", "40", "--evictors", "heapify",
             "--matchers", "linear", "--reference", "none", "--kv-capacity", "20000",
             "--out", str(tmp_path), "--no-progress"]  # fmt: skip
