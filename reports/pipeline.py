@@ -144,7 +144,7 @@ def write_report(
     meta = RunMeta.coerce(meta)
     seed = meta.seed
     # the plots read whole frames: a table in parts (a cluster's) is read whole only to draw
-    frames = (requests, as_frame(ops) if render else ops, timeseries, metrics)
+    frames = (requests, as_frame(ops), timeseries, metrics) if render else None
     extra = dict(tables or {})
     bar = tqdm(
         total=3 + (N_RENDER_STEPS if render else 0),
@@ -154,7 +154,7 @@ def write_report(
         leave=False,
     )
     # the drawing processes import matplotlib now, beside the summaries and tables
-    drawing = start_plots(run_dir, frames, meta, extra, svg) if render else nullcontext()
+    drawing = start_plots(run_dir, frames, meta, extra, svg) if frames else nullcontext()
     with drawing, bar:
         bar.set_postfix_str("summaries")
         # variants in the order listed (the harness concatenates them in spec order)
@@ -267,7 +267,7 @@ def write_report(
         )
         if on_answer is not None:
             on_answer(result)
-        if isinstance(drawing, Drawing):
+        if isinstance(drawing, Drawing) and frames is not None:
             finish_render(result, run_dir, frames, meta, equivalence, svg, bar, drawing)
     return result
 
