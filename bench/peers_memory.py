@@ -16,6 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from radixbench.bench.peers import _RADIXBENCH, Case, _child, radixbench_args
 
 __all__ = ["INSTANCES", "MemoryPoint", "fit", "memory_text", "run_memory"]
@@ -56,14 +58,12 @@ def run_memory(
 def fit(points: list[MemoryPoint]) -> tuple[float, float, float]:
     """``(slope MB per instance, intercept MB, largest |residual| MB)`` of the least-squares
     line of peak RSS on instances. Raises ``ValueError`` with fewer than two counts."""
-    xs = [float(p.instances) for p in points]
-    ys = [p.rss_mb for p in points]
-    if len(set(xs)) < 2:
+    xs = np.array([float(p.instances) for p in points])
+    ys = np.array([p.rss_mb for p in points])
+    if len(set(xs.tolist())) < 2:
         raise ValueError("a slope needs runs at two instance counts or more")
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    icept = my - slope * mx
-    worst = max(abs(y - (icept + slope * x)) for x, y in zip(xs, ys))
+    slope, icept = (float(c) for c in np.polyfit(xs, ys, 1))
+    worst = float(np.abs(ys - (icept + slope * xs)).max())
     return slope, icept, worst
 
 
