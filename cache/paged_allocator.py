@@ -338,12 +338,14 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         """The pages :meth:`free` returns for int64 slot ``indices`` (numpy, any shape, not
         mutated): each page once, ascending, as a new int64 array; ``torch.unique(indices //
         page_size)`` (0.5.23 ``free``) computed in numpy: runs of one page (a request's slots
-        come page by page) are cut to one entry before ``np.unique`` sorts what is left, so
-        freeing a request sorts ~1/page_size of its slots. Mutates nothing."""
+        come page by page) are cut to one entry before what is left is sorted and its repeats
+        dropped, so freeing a request sorts ~1/page_size of its slots (``np.unique``'s hash
+        path costs 4x a sort here). Mutates nothing."""
         q = indices.reshape(-1) // self.page_size
-        if q.size > 1:
-            q = q[np.concatenate(([True], q[1:] != q[:-1]))]
-        return np.unique(q)
+        if q.size < 2:
+            return q.copy()
+        q = np.sort(q[np.concatenate(([True], q[1:] != q[:-1]))])
+        return q[np.concatenate(([True], q[1:] != q[:-1]))]
 
     def _debug_free_pages(self, pages: torch.Tensor) -> None:
         lo, hi = int(pages[0]), int(pages[-1])
