@@ -20,7 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator, _mask_of
+from radixbench.cache.allocator import (
+    DoubleFreeError,
+    TokenToKVPoolAllocator,
+    _mask_of,
+    unique_pages,
+)
 
 
 class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
@@ -327,29 +332,13 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
             return
         if indices.dtype is not torch.int64 or indices.device != self.device:
             indices = indices.to(device=self.device, dtype=torch.int64)
-        if self.device.type == "cpu":  # the same sorted unique pages, without torch's dispatch
-            pages = torch.from_numpy(self.free_pages_np(indices.numpy()))
-        else:
-            pages = torch.unique(indices // self.page_size)
+        pages = unique_pages(indices, self.page_size)  # numpy on a CPU pool (same pages)
         if self.debug:
             self._debug_free_pages(pages)
             return
         self._released.append(pages)
         self._released_n += pages.numel()
         self._mask = None
-
-    def free_pages_np(self, indices: np.ndarray) -> np.ndarray:
-        """The pages :meth:`free` returns for int64 slot ``indices`` (numpy, any shape, not
-        mutated): each page once, ascending, as a new int64 array; ``torch.unique(indices //
-        page_size)`` (0.5.23 ``free``) computed in numpy: runs of one page (a request's slots
-        come page by page) are cut to one entry before what is left is sorted and its repeats
-        dropped, so freeing a request sorts ~1/page_size of its slots (``np.unique``'s hash
-        path costs 4x a sort here). Mutates nothing."""
-        q = indices.reshape(-1) // self.page_size
-        if q.size < 2:
-            return q.copy()
-        q = np.sort(q[np.concatenate(([True], q[1:] != q[:-1]))])
-        return q[np.concatenate(([True], q[1:] != q[:-1]))]
 
     def _debug_free_pages(self, pages: torch.Tensor) -> None:
         lo, hi = int(pages[0]), int(pages[-1])

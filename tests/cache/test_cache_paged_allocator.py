@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from radixbench.cache import DoubleFreeError, PagedTokenToKVPoolAllocator, make_allocator
+from radixbench.cache.allocator import unique_pages, unique_pages_np
 
 T = torch.tensor
 
@@ -243,7 +244,7 @@ def test_numpy_paths_hand_out_the_torch_paths_slots(lens, page, debug) -> None:
     page=st.sampled_from([1, 16, 64]),
 )
 def test_numpy_free_frees_the_pages_torch_unique_does(pages, cut, shuffle, page) -> None:
-    """``free`` on a CPU pool (``free_pages_np``: runs of one page cut, then ``np.unique``)
+    """``free`` on a CPU pool (``unique_pages_np``: runs of one page cut, then ``np.unique``)
     against 0.5.23's ``torch.unique(indices // page_size)``: the slots of some pages (repeats
     allowed), a partial last page, in page order and shuffled; the same pages, in the same
     ascending order, land behind the free list."""
@@ -253,7 +254,9 @@ def test_numpy_free_frees_the_pages_torch_unique_does(pages, cut, shuffle, page)
         idx = T(order)
         want = torch.unique(idx // page)
         alloc = PagedTokenToKVPoolAllocator(40 * page, page, debug=False)
-        got = alloc.free_pages_np(idx.numpy())
+        got = unique_pages_np(idx.numpy(), page)
         assert got.dtype == want.numpy().dtype and got.tolist() == want.tolist()
+        assert unique_pages(idx, page).tolist() == want.tolist()
+        assert unique_pages(idx.to(torch.int32), page).tolist() == want.tolist()
         alloc.free(idx)
         assert alloc.free_list().tolist()[40:] == want.tolist()
