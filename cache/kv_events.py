@@ -26,11 +26,12 @@ format); no seed leaves the id as it is (``mem_cache/events.py:176-187``).
 from __future__ import annotations
 
 import hashlib
-import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from radixbench.cache.interface import CacheAction
 
@@ -43,6 +44,7 @@ __all__ = [
     "KVEvent",
     "KVEventConfig",
     "block_id",
+    "block_ids",
     "event_to_wire",
     "namespace_seed",
     "namespaced",
@@ -56,7 +58,6 @@ MEDIUM_GPU = "GPU"
 _NAMESPACE_TAG = b"sglang-kv-event-namespace-v1"  # kv_events.py:309
 _SALT_TAG = b"sglang-cache-salt-v1\0"  # utils.py:201
 _U32 = 1 << 32
-_LITTLE = sys.byteorder == "little"
 
 
 @dataclass(slots=True)
@@ -155,36 +156,36 @@ def page_digests(
 ) -> list[bytes]:
     """SHA-256 digest of each page of ``tokens`` (a last partial page included), each chained
     over the previous one, the first over ``prior`` (``None``: nothing). ``unit``: ints per
-    logical token (2 for bigram pairs). Tokens must be >= 0. Mutates nothing."""
+    logical token (2 for bigram pairs). Tokens must be >= 0 (``OverflowError`` otherwise).
+    Mutates nothing. A page of tokens all below 2**32 is hashed as their uint32 little-endian
+    bytes, one with a larger token as ``0xff`` then uint64 words (``hash_wide_page``)."""
     t = tokens if isinstance(tokens, array) and tokens.typecode == "q" else array("q", tokens)
     n, step = len(t), page_size * unit
     out: list[bytes] = []
     if not n:
         return out
     sha = hashlib.sha256
-    if max(t) < _U32:
-        raw = array("I", t)
-        if not _LITTLE:
-            raw.byteswap()
-        data = raw.tobytes()
-        width = 4 * step
-        for start in range(0, len(data), width):
-            page = data[start : start + width]
-            prior = sha(prior + page if prior is not None else page).digest()
-            out.append(prior)
+    a = np.frombuffer(t, dtype=np.int64)
+    if int(a.min()) < 0:
+        raise OverflowError(f"page_digests: negative token {int(a.min())}")
+    if int(a.max()) < _U32:  # every page narrow: one conversion, then one sha per page
+        data = a.astype("<u4").tobytes()
+        width, first = 4 * step, 0
+        append = out.append
+        if prior is None:
+            prior = sha(data[:width]).digest()
+            append(prior)
+            first = width
+        for start in range(first, len(data), width):
+            prior = sha(prior + data[start : start + width]).digest()
+            append(prior)
         return out
     for start in range(0, n, step):
-        chunk = t[start : start + step]
-        if max(chunk) >= _U32:  # hash_wide_page: 0xff, then uint64 words
-            wide = array("Q", chunk)
-            if not _LITTLE:
-                wide.byteswap()
-            page = b"\xff" + wide.tobytes()
+        chunk = a[start : start + step]
+        if int(chunk.max()) >= _U32:  # hash_wide_page: 0xff, then uint64 words
+            page = b"\xff" + chunk.astype("<u8").tobytes()
         else:
-            narrow = array("I", chunk)
-            if not _LITTLE:
-                narrow.byteswap()
-            page = narrow.tobytes()
+            page = chunk.astype("<u4").tobytes()
         prior = sha(prior + page if prior is not None else page).digest()
         out.append(prior)
     return out
@@ -193,6 +194,18 @@ def page_digests(
 def block_id(digest: bytes) -> int:
     """The published id of a page digest: its first 8 bytes, big-endian signed."""
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def block_ids(digests: Sequence[bytes], seed: bytes | None = None) -> list[int]:
+    """``[namespaced(block_id(d), seed) for d in digests]`` for 32-byte SHA-256 digests: the
+    ids read in one numpy pass (each digest's first 8 bytes, big-endian signed). Mutates
+    nothing."""
+    if not digests:
+        return []
+    ids: list[int] = np.frombuffer(b"".join(digests), dtype=">i8")[::4].tolist()
+    if seed is None:
+        return ids
+    return [namespaced(b, seed) for b in ids]
 
 
 def namespace_seed(extra_key: str | None, cache_salt: str | None) -> bytes | None:

@@ -35,6 +35,7 @@ from radixbench.cache.kv_events import (
     KVEvent,
     KVEventConfig,
     block_id,
+    block_ids,
     namespace_seed,
     namespaced,
     page_digests,
@@ -134,7 +135,7 @@ class KVEventRecorder:
             lora = self._lora[extra] = self.config.event_lora_name(extra)
         self._enqueue(
             BlockStored(
-                [namespaced(block_id(d), seed) for d in digests],
+                block_ids(digests, seed),
                 parent_id,
                 shown,
                 page,
@@ -149,7 +150,7 @@ class KVEventRecorder:
         digests = node.page_digests or ()
         if digests:
             seed = self._seed(node.key.extra_key, node.key.cache_salt)
-            self._enqueue(BlockRemoved([namespaced(block_id(d), seed) for d in digests]))
+            self._enqueue(BlockRemoved(block_ids(digests, seed)))
 
     def on_split(self, upper: TreeNode, lower: TreeNode, split_len: int) -> None:
         """``lower`` was split after ``split_len`` tokens into ``upper`` + ``lower``: the

@@ -20,7 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from radixbench.cache.allocator import DoubleFreeError, TokenToKVPoolAllocator, _mask_of
+from radixbench.cache.allocator import (
+    DoubleFreeError,
+    TokenToKVPoolAllocator,
+    _mask_of,
+    unique_pages,
+)
 
 
 class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
@@ -208,38 +213,42 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
         self, pre: np.ndarray, seq: np.ndarray, last: np.ndarray, extend_num_tokens: int
     ) -> np.ndarray | None:
         """:meth:`alloc_extend` of a CPU pool on numpy int64 ``[bs]`` arrays (not mutated):
-        the same slots, checks and mutations, the same formulas in numpy (whose small-array
-        calls cost a fraction of torch's dispatch). Returns a new int64 array, or ``None``."""
+        the same slots, checks and mutations, computed per run of contiguous slots rather than
+        per token: request ``i``'s slots are one run continuing its last page (``last + 1``,
+        ``min(seq, ceil(pre / ps) * ps) - pre`` slots), then one run per new page (``page *
+        ps``, ``ps`` slots, its last page ``seq - (ceil(seq / ps) - 1) * ps``); the runs are
+        laid out in request order and expanded in one pass (``np.repeat`` of each run's start
+        less its output offset, plus ``arange``). Returns a new int64 array, or ``None``."""
         if self.device.type != "cpu":
             raise RuntimeError("alloc_extend_np: the pool is not on the CPU")
         ps = self.page_size
         bs = pre.size
         if seq.size != bs or last.size != bs:
             raise ValueError("alloc_extend: prefix_lens, seq_lens, last_loc differ in length")
-        ext = self._checked_extends(pre, seq, last, extend_num_tokens)
-        debug = self.debug
+        self._checked_extends(pre, seq, last, extend_num_tokens)
         pages_before = (pre + ps - 1) // ps
-        n_new = (seq + ps - 1) // ps - pages_before
-        total = extend_num_tokens
-        req = np.repeat(np.arange(bs, dtype=np.int64), ext)
-        start = np.cumsum(ext) - ext
-        pre_t = pre[req]
-        pos = np.arange(total, dtype=np.int64) - start[req] + pre_t  # position in its request
-        first_new = (pages_before * ps)[req]  # where the request's new pages begin
-        in_old = pos < first_new
-        out = np.empty(total, dtype=np.int64)
-        out[in_old] = (last[req] + 1 + pos - pre_t)[in_old]
-        if debug:
-            self._check_continues(torch.from_numpy(out[in_old]), "alloc_extend")
+        pages_after = (seq + ps - 1) // ps
+        n_new = pages_after - pages_before
+        old = np.minimum(seq, pages_before * ps) - pre  # slots left in each request's page
+        if self.debug:
+            first = np.cumsum(old) - old
+            held = np.repeat(last + 1 - first, old) + np.arange(int(old.sum()), dtype=np.int64)
+            self._check_continues(torch.from_numpy(held), "alloc_extend")
         taken = self._take_pages(int(n_new.sum()))
         if taken is None:
             return None
-        pages = taken.numpy()
-        new = ~in_old
-        page_start = (np.cumsum(n_new) - n_new)[req]
-        k = (pos - first_new) // ps + page_start
-        out[new] = pages[k[new]] * ps + pos[new] % ps
-        return out
+        runs = n_new + 1  # each request: its old run (maybe empty), then one run per new page
+        at_old = np.cumsum(runs) - runs
+        starts = np.empty(int(runs.sum()), dtype=np.int64)
+        lens = np.full(starts.size, ps, dtype=np.int64)
+        starts[at_old], lens[at_old] = last + 1, old
+        on_page = np.ones(starts.size, dtype=bool)
+        on_page[at_old] = False
+        starts[on_page] = taken.numpy() * ps
+        ends = n_new > 0  # the last new page of a request may be partly filled
+        lens[(at_old + n_new)[ends]] = (seq - (pages_after - 1) * ps)[ends]
+        offsets = np.cumsum(lens) - lens
+        return np.repeat(starts - offsets, lens) + np.arange(extend_num_tokens, dtype=np.int64)
 
     def alloc_decode(self, seq_lens: torch.Tensor, last_loc: torch.Tensor) -> torch.Tensor | None:
         """One KV slot per request for a decode step.
@@ -323,7 +332,7 @@ class PagedTokenToKVPoolAllocator(TokenToKVPoolAllocator):
             return
         if indices.dtype is not torch.int64 or indices.device != self.device:
             indices = indices.to(device=self.device, dtype=torch.int64)
-        pages = torch.unique(indices // self.page_size)
+        pages = unique_pages(indices, self.page_size)  # numpy on a CPU pool (same pages)
         if self.debug:
             self._debug_free_pages(pages)
             return

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from radixbench.cache.allocator import unique_pages
 from radixbench.cache.interface import PrefixCache
 from radixbench.sim.request import Req
 
@@ -57,7 +58,7 @@ def kv_account(cache: PrefixCache, live: Iterable[Req]) -> KVAccount:
         raise KVAccountingError(f"tree holds {tree_slots.numel()} slots for {tree_tokens} tokens")
     if tree_slots.numel() and bool(alloc.is_free[tree_slots].any()):
         raise KVAccountingError("a KV slot is both held by the tree and free")
-    tree_pages = torch.unique(tree_slots // ps)
+    tree_pages = unique_pages(tree_slots, ps)  # torch.unique's pages (numpy on the CPU)
     if tree_pages.numel() * ps != tree_tokens:
         raise KVAccountingError(f"tree's {tree_tokens} tokens fill {tree_pages.numel()} pages")
     owner = torch.zeros(alloc.is_free.numel() // ps, dtype=torch.int64, device=alloc.device)
@@ -70,7 +71,7 @@ def kv_account(cache: PrefixCache, live: Iterable[Req]) -> KVAccount:
         protected = row[:start].to(torch.int64)
         if protected.numel() and bool((owner[protected // ps] != -1).any()):
             raise KVAccountingError(f"request {req.rid}: its prefix is not held by the tree")
-        pages = torch.unique(row[start : req.seq_len].to(torch.int64) // ps)
+        pages = unique_pages(row[start : req.seq_len].to(torch.int64), ps)
         expect = -(-req.seq_len // ps) - start // ps
         if pages.numel() != expect:
             raise KVAccountingError(

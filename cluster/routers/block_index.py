@@ -29,26 +29,31 @@ class BlockIndex:
         """Apply one delivered batch of ``instance``'s events, in order."""
         bit = 1 << instance
         holders = self.holders
+        get = holders.get
         for e in events:
             kind = type(e).__name__
             if getattr(e, "medium", "GPU") not in (None, "GPU"):
                 continue
             if kind == "BlockStored":
+                added = 0  # counted here, added once: the loop runs per page
                 for h in e.block_hashes:
-                    m = holders.get(h, 0)
+                    m = get(h, 0)
                     if not m & bit:
                         holders[h] = m | bit
-                        self.blocks[instance] += 1
+                        added += 1
+                self.blocks[instance] += added
             elif kind == "BlockRemoved":
+                removed = 0
                 for h in e.block_hashes:
-                    m = holders.get(h, 0)
+                    m = get(h, 0)
                     if m & bit:
                         m &= ~bit
-                        self.blocks[instance] -= 1
+                        removed += 1
                         if m:
                             holders[h] = m
                         else:
                             del holders[h]
+                self.blocks[instance] -= removed
             elif kind == "AllBlocksCleared":
                 if self.blocks[instance]:
                     for h in [h for h, m in holders.items() if m & bit]:

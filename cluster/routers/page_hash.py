@@ -19,7 +19,7 @@ from array import array
 
 import numpy as np
 
-from radixbench.cache.kv_events import block_id, page_digests
+from radixbench.cache.kv_events import block_ids, page_digests
 
 __all__ = ["engine_block_ids", "prefix_keys"]
 
@@ -70,4 +70,4 @@ def engine_block_ids(tokens: array, page: int) -> list[int]:
     n = len(tokens) // page * page
     if n == 0:
         return []
-    return [block_id(d) for d in page_digests(tokens[:n], page, None)]
+    return block_ids(page_digests(tokens[:n], page, None))

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from radixbench.bench.peers import CASES, PeerRun, mocker_python, parse_mocker, run_case
+from radixbench.bench.peers import (
+    CASES,
+    PeerRun,
+    compile_sources,
+    mocker_python,
+    parse_mocker,
+    run_case,
+)
 from radixbench.bench.peers_report import case_text, target_line, why
 
 CASE_A = next(c for c in CASES if c.key == "a")
@@ -111,3 +118,19 @@ def test_a_quick_case_is_titled_with_what_ran(monkeypatch: pytest.MonkeyPatch) -
     assert "(--quick: first 200 requests)" in shown[0]
     ((full, _),) = peers.run_peers("a", quick=False, echo=shown.append)
     assert full.title == CASE_A.title and asked == [200, None]
+
+
+def test_compile_sources_writes_the_package_folders_byte_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Byte code for the package folders only, written even where Python would not write it
+    (``PYTHONDONTWRITEBYTECODE``: ``sys.dont_write_bytecode``)."""
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "mod_x.py").write_text("X = 1\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "mod_y.py").write_text("Y = 1\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert compile_sources(tmp_path)
+    tag = sys.implementation.cache_tag
+    assert [p.name for p in (tmp_path / "sim" / "__pycache__").iterdir()] == [f"mod_x.{tag}.pyc"]
+    assert not (tmp_path / "other" / "__pycache__").exists()

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from radixbench.cache import DoubleFreeError, PagedTokenToKVPoolAllocator, make_allocator
+from radixbench.cache.allocator import unique_pages, unique_pages_np
 
 T = torch.tensor
 
@@ -233,3 +234,29 @@ def test_numpy_paths_hand_out_the_torch_paths_slots(lens, page, debug) -> None:
         more = extend_both(seq.tolist(), (seq + 3).tolist(), last.tolist())
         if more is None:
             break
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pages=st.lists(st.integers(1, 40), min_size=1, max_size=12),
+    cut=st.integers(0, 64),
+    shuffle=st.randoms(use_true_random=False),
+    page=st.sampled_from([1, 16, 64]),
+)
+def test_numpy_free_frees_the_pages_torch_unique_does(pages, cut, shuffle, page) -> None:
+    """``free`` on a CPU pool (``unique_pages_np``: runs of one page cut, then ``np.unique``)
+    against 0.5.23's ``torch.unique(indices // page_size)``: the slots of some pages (repeats
+    allowed), a partial last page, in page order and shuffled; the same pages, in the same
+    ascending order, land behind the free list."""
+    slots = [p * page + o for p in pages for o in range(page)]
+    slots = slots[: max(1, len(slots) - cut % page)]
+    for order in (slots, shuffle.sample(slots, len(slots))):
+        idx = T(order)
+        want = torch.unique(idx // page)
+        alloc = PagedTokenToKVPoolAllocator(40 * page, page, debug=False)
+        got = unique_pages_np(idx.numpy(), page)
+        assert got.dtype == want.numpy().dtype and got.tolist() == want.tolist()
+        assert unique_pages(idx, page).tolist() == want.tolist()
+        assert unique_pages(idx.to(torch.int32), page).tolist() == want.tolist()
+        alloc.free(idx)
+        assert alloc.free_list().tolist()[40:] == want.tolist()

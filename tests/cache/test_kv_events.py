@@ -16,6 +16,7 @@ from radixbench.cache.kv_events import (
     BlockStored,
     KVEventConfig,
     block_id,
+    block_ids,
     event_to_wire,
     namespace_seed,
     namespaced,
@@ -146,9 +147,9 @@ def test_page_digests_match_native_hash(sgl: object, page: int, wide: bool) -> N
             ours = [d.hex() for d in page_digests(tokens, page, prior)]
             theirs = utils.get_hash_str(tokens, prior.hex() if prior else None, page_size=page)
             assert ours == theirs
-            assert [block_id(d) for d in page_digests(tokens, page, prior)] == [
-                utils.hash_str_to_int64(h) for h in theirs
-            ]
+            want = [utils.hash_str_to_int64(h) for h in theirs]
+            assert [block_id(d) for d in page_digests(tokens, page, prior)] == want
+            assert block_ids(page_digests(tokens, page, prior)) == want
 
 
 @needs_sglang
@@ -159,6 +160,10 @@ def test_namespace_helpers_match(sgl: object) -> None:
         assert seed == kv.kv_event_namespace_seed(extra_key=extra, cache_salt=salt)
         for h in (0, -1, 2**63 - 1, -(2**63), 123456789):
             assert namespaced(h, seed) == kv.namespaced_block_hash(h, namespace_seed=seed)
+        digests = page_digests(list(range(1, 50)), 4, None)
+        assert block_ids(digests, seed) == [
+            kv.namespaced_block_hash(block_id(d), namespace_seed=seed) for d in digests
+        ]
 
 
 @needs_sglang
@@ -184,3 +189,19 @@ def test_wide_tokens_through_the_served_cache(sgl: object) -> None:
                 cache.insert(RadixKey(tokens), slots)
             got.append([event_to_wire(e) for e in cache.take_actions()])
     assert got[0:2] == got[2:4] == got[4:6]
+
+
+def test_block_ids_are_each_digests_first_8_bytes_signed() -> None:
+    """``block_ids`` (one numpy pass) against ``block_id`` digest by digest, ids of both signs,
+    with and without a namespace; none for no digests."""
+    digests = page_digests(list(range(300)), 2, None)
+    assert {block_id(d) < 0 for d in digests} == {True, False}
+    assert block_ids(digests) == [block_id(d) for d in digests]
+    seed = namespace_seed("lora", None)
+    assert block_ids(digests, seed) == [namespaced(block_id(d), seed) for d in digests]
+    assert block_ids([]) == []
+
+
+def test_page_digests_reject_a_negative_token() -> None:
+    with pytest.raises(OverflowError, match="negative token -1"):
+        page_digests([3, -1], 2, None)
