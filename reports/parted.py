@@ -57,6 +57,11 @@ class TableParts(Protocol):
         """Every row in order, a bounded frame at a time."""
         ...
 
+    def arrow_chunks(self, schema: Any) -> Iterator[Any]:
+        """Every row in order, a bounded ``pyarrow.Table`` of ``schema`` at a time: what
+        ``pa.Table.from_pandas`` makes of :meth:`chunks`' frames."""
+        ...
+
     def groups(self, by: str, column: str) -> Iterator[tuple[tuple[str, str], np.ndarray]]:
         """``((value of by, variant), column)`` in key order, each in row order."""
         ...
@@ -107,8 +112,9 @@ def write_parts(table: TableParts, parquet_tmp: Path, csv_tmp: Path) -> None:
     """Write ``table`` to ``parquet_tmp`` and ``csv_tmp`` chunk by chunk: what
     ``write_table`` writes for its whole frame (Parquet: the schema with its pandas metadata
     and the values, in row groups of at most one chunk; CSV: the same text, by Arrow or, when
-    Arrow's would read back otherwise, by pandas). Raises ``ValueError`` if a chunk's Arrow
-    schema differs from the table's."""
+    Arrow's would read back otherwise, by pandas). The chunks go to Arrow from the logs'
+    arrays and codes (``arrow_chunks``), not through frames of Python strings. Raises
+    ``ValueError`` (``pyarrow.ArrowInvalid``) if a chunk's arrays do not fit the schema."""
     import pyarrow as pa
 
     _write(pa, table, parquet_tmp, csv_tmp, pa.default_memory_pool().release_unused)
@@ -127,15 +133,12 @@ def _write(pa: Any, table: TableParts, parquet_tmp: Path, csv_tmp: Path, release
     wrote = False
     with pq.ParquetWriter(parquet_tmp, schema) as pw, open(csv_tmp, "wb") as out:
         csv = pa_csv.CSVWriter(out, schema) if arrow_csv else None
-        for chunk in table.chunks():
-            t = pa.Table.from_pandas(chunk, preserve_index=False)
-            if not t.schema.equals(schema, check_metadata=True):
-                raise ValueError(f"write_parts: a chunk's schema differs: {t.schema}")
+        for t in table.arrow_chunks(schema):
             pw.write_table(t)
             if csv is not None:
                 csv.write_table(t)
-            else:
-                out.write(chunk.to_csv(index=False, header=not wrote).encode())
+            else:  # whole floats: pandas' text (1.0), as write_table writes such a frame
+                out.write(t.to_pandas().to_csv(index=False, header=not wrote).encode())
             wrote = True
             release()
         if not wrote:

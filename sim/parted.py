@@ -203,13 +203,49 @@ class PartedTable:
         """Every row in order as frames of at most :data:`CHUNK_ROWS` rows with ``columns``
         (default all): what :meth:`frame` holds, a slice at a time (nothing for no rows)."""
         cols = self.columns if columns is None else list(columns)
+        for p, k, got in self._coded_chunks(cols):
+            yield self._frame([(p, k)], cols, iter([got]))
+
+    def arrow_chunks(self, schema: Any) -> Iterator[Any]:
+        """Every row in order as ``pyarrow.Table`` s of ``schema`` (``pa.Table.from_pandas``
+        of :meth:`empty`'s frame, pandas metadata included, or of some of its columns), at
+        most :data:`CHUNK_ROWS` rows each: the tables ``from_pandas`` makes of :meth:`chunks`'
+        frames (NaN as null), built from the logs' codes and arrays without a Python string
+        or a frame per row (a str column is a ``take`` of its log's names by code). Raises
+        ``KeyError`` for a field that is not a column."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        cols = list(schema.names)
+        unknown = [c for c in cols if c not in self.columns]
+        if unknown:
+            raise KeyError(f"PartedTable: no column {unknown[0]!r}")
+        kinds = dict(self.schema)
+        for p, k, got in self._coded_chunks(cols):
+            consts: dict[str, str | int | None] = {"variant": p.variant, **dict(p.axes)}
+            if self.tag is not None:
+                consts[self.tag] = p.tag
+            arrays = []
+            for field in schema:
+                c = field.name
+                if c in consts:  # one value on the part's rows (None: null)
+                    arrays.append(pa.repeat(pa.scalar(consts[c], field.type), k))
+                elif kinds[c] == "str":
+                    arrays.append(pc.take(pa.array(p.log.names, field.type), got[c]))
+                else:
+                    arrays.append(pa.array(got[c], field.type, from_pandas=True))
+            yield pa.Table.from_arrays(arrays, schema=schema)
+
+    def _coded_chunks(self, cols: Sequence[str]) -> Iterator[tuple[Part, int, dict[str, Any]]]:
+        """``(part, rows, the logs' columns of cols, str ones as codes)`` of every chunk of
+        at most :data:`CHUNK_ROWS` rows, in row order."""
         logged = [n for n, _ in self.schema if n in cols]
         for p in self.parts:
             for ints, floats in p.log.chunks():
                 for lo in range(0, len(ints), CHUNK_ROWS):
                     hi = lo + CHUNK_ROWS
                     part = p.log.slice_columns(ints[lo:hi], floats[lo:hi], logged, codes=True)
-                    yield self._frame([(p, len(ints[lo:hi]))], cols, iter([part]))
+                    yield p, len(ints[lo:hi]), part
 
     def groups(self, by: str, column: str) -> Iterator[tuple[tuple[str, str], np.ndarray]]:
         """``((value of str column by, variant), column's values)`` in key order, values in row

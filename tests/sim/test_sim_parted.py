@@ -10,7 +10,7 @@ import pytest
 import radixbench.sim.parted as parted
 from radixbench.sim.instrument import OpRecorder
 from radixbench.sim.parted import PartedTable
-from radixbench.sim.records import STRING, repeated, stacked_frame
+from radixbench.sim.records import STRING, RecordLog, repeated, stacked_frame
 from radixbench.sim.timeseries import StepLog
 
 AXES = {"impl": "radixbench", "evictor": None, "router": "cache-aware"}
@@ -107,3 +107,36 @@ def test_tables_of_other_columns_do_not_concatenate() -> None:
         PartedTable.concat([a, b])
     with pytest.raises(ValueError, match="tags"):
         PartedTable.of([OpRecorder()], "v", AXES, "instance", [0, 1])
+
+
+def test_arrow_chunks_are_the_tables_arrow_makes_of_the_frames(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ``reports.parted.write_parts`` writes: each Arrow chunk equals
+    ``pa.Table.from_pandas`` of the same frame chunk (a NaN as null, a missing axis value as
+    null, each log's own codes for a str column, the tag), schema and metadata included."""
+    import pyarrow as pa
+
+    monkeypatch.setattr(parted, "CHUNK_ROWS", 6)
+    schema = (("op", "str"), ("ns", "int64"), ("t", "float64"))
+    logs = [RecordLog(schema) for _ in range(3)]
+    for k, log in enumerate(logs):
+        for i in range(17 if k != 1 else 0):
+            op = ("evict", "insert", "alloc")[(i + k) % 3]  # coded in another order per log
+            log.append_row((op, i * 10**9 + k, float("nan") if i % 4 == 0 else i / 3))
+            if i % 7 == 6:
+                log.spill()
+    table = PartedTable.of(logs, "v", AXES, "instance", [0, 1, 2])
+    whole = pa.Table.from_pandas(table.empty(), preserve_index=False).schema
+    got = list(table.arrow_chunks(whole))
+    want = [pa.Table.from_pandas(c, preserve_index=False) for c in table.chunks()]
+    assert len(got) == len(want) > 2
+    for g, w in zip(got, want):
+        assert g.schema.equals(w.schema, check_metadata=True) and g.equals(w)
+    assert sum(g["t"].null_count for g in got) == 10  # the NaNs, as from_pandas reads them
+    some = pa.schema([whole.field("op"), whole.field("instance")])
+    assert [t.to_pydict() for t in table.arrow_chunks(some)] == [
+        w.select(["op", "instance"]).to_pydict() for w in want
+    ]
+    with pytest.raises(KeyError, match="nope"):
+        next(table.arrow_chunks(pa.schema([("nope", pa.int64())])))
