@@ -106,13 +106,18 @@ _COUNT = re.compile(r"\b(first )?(\d[\d,]*) requests\b")
 _POOL = re.compile(r"\b(\d[\d,]*(?:\.\d+)?)(k|M)?-token KV pool\b")
 
 
+#: An instance count in a scenario's description: "on 8 simulated H100s".
+_INSTANCES = re.compile(r"\b(\d+) simulated (\w+?)s?\b(?= behind)")
+
+
 def describe_selection(scenario: Scenario, n: int) -> str:
     """``scenario``'s description with the request count and KV pool it states made true of
     the ``n`` requests loaded and the pool simulated: ``--all`` or ``--requests 50`` select
     other requests than the scenario's "first 1,000 requests", and the label must not repeat
     its count ("all 12,031 requests", "first 50 requests", "2,310 selected requests" for a
     window or a start); ``--kv-capacity 50000`` makes "96k-token KV pool" "50,000-token KV
-    pool"."""
+    pool"; ``--instances 4`` makes "8 simulated H100s behind a router" "4 simulated H100s
+    behind a router"."""
     a = scenario.arrivals
 
     def fix(m: re.Match[str]) -> str:
@@ -128,7 +133,12 @@ def describe_selection(scenario: Scenario, n: int) -> str:
         stated = float(m[1].replace(",", "")) * {"k": 1e3, "M": 1e6}.get(m[2] or "", 1)
         return m[0] if round(stated) == kv else f"{kv:,}-token KV pool"
 
-    return _POOL.sub(fix_pool, _COUNT.sub(fix, scenario.description, count=1))
+    def fix_instances(m: re.Match[str]) -> str:
+        k = scenario.cluster.instances
+        return m[0] if int(m[1]) == k else f"{k} simulated {m[2]}{'s' if k != 1 else ''}"
+
+    text = _POOL.sub(fix_pool, _COUNT.sub(fix, scenario.description, count=1))
+    return _INSTANCES.sub(fix_instances, text) if scenario.cluster is not None else text
 
 
 def scenario_ceiling(ref: str) -> tuple[int, dict[str, float]]:
