@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any, cast
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.artist import Artist
@@ -23,6 +24,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 
 from radixbench.reports._atomic import atomic_paths
 from radixbench.reports.plotaxes import fixed_layout, log_ticks
@@ -56,6 +59,7 @@ __all__ = [
     "save_figure",
     "scatter_series",
     "slope_text",
+    "write_png",
 ]
 
 #: Ops that always get a CDF panel (a "no data" panel when absent); other ops present in the
@@ -78,18 +82,43 @@ def no_data(ax: Axes, title: str) -> None:
 
 
 def save_figure(fig: Figure, path: Path | str, *, svg: bool = False) -> Path:
-    """Render ``fig`` with the Agg canvas and write it atomically as PNG to ``path`` (and, with
-    ``svg=True``, as SVG beside it: same stem, ``.svg``); returns the PNG path. The figure is
-    drawn as it is laid out (:func:`~radixbench.reports.plotaxes.fixed_layout`): no layout
-    engine runs, which would draw every text once more."""
+    """Render ``fig`` with the Agg canvas at :data:`_DPI` and write it atomically as PNG to
+    ``path`` (:func:`write_png`; and, with ``svg=True``, as SVG beside it: same stem,
+    ``.svg``); returns the PNG path. The figure is drawn as it is laid out
+    (:func:`~radixbench.reports.plotaxes.fixed_layout`): no layout engine runs, which would
+    draw every text once more. ``fig.dpi`` is restored afterwards."""
     path = Path(path)
-    FigureCanvasAgg(fig)
+    canvas = FigureCanvasAgg(fig)
     targets = (path, path.with_suffix(".svg")) if svg else (path,)
     with atomic_paths(*targets) as tmps:
-        fig.savefig(tmps[0], format="png", dpi=_DPI)
+        dpi, fig.dpi = fig.dpi, _DPI  # as savefig(dpi=_DPI) does, drawn once, here
+        try:
+            canvas.draw()
+            write_png(canvas, tmps[0])
+        finally:
+            fig.dpi = dpi
         if svg:
             fig.savefig(tmps[1], format="svg")
     return path
+
+
+def write_png(canvas: FigureCanvasAgg, path: Path | str) -> None:
+    """Write ``canvas``'s drawn buffer (call ``canvas.draw()`` first) as a PNG file at ``path``
+    with the figure's dpi: the pixels ``Figure.savefig`` would write, as RGB when every pixel is
+    opaque (the report's figures have an opaque white background), else RGBA, and zlib level 3:
+    an RGB PNG holds the same image as the RGBA one in 3/4 of the bytes to compress; the 9
+    figures of a 1,000-request run encode in about half the CPU and come out smaller than
+    ``savefig``'s RGBA at level 6."""
+    rgba = np.asarray(canvas.buffer_rgba())  # (height, width, 4) uint8, a view
+    pixels = rgba[..., :3] if int(rgba[..., 3].min()) == 255 else rgba
+    info = PngInfo()
+    info.add_text(
+        "Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/"
+    )
+    dpi = canvas.figure.dpi
+    Image.fromarray(np.ascontiguousarray(pixels)).save(
+        path, format="png", dpi=(dpi, dpi), pnginfo=info, compress_level=3
+    )
 
 
 _save = save_figure
