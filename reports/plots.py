@@ -28,7 +28,7 @@ from PIL import Image
 from PIL.PngImagePlugin import PngInfo
 
 from radixbench.reports._atomic import atomic_paths
-from radixbench.reports.plotaxes import fixed_layout, log_ticks
+from radixbench.reports.plotaxes import fixed_layout, log_ticks, top_title
 from radixbench.reports.plots_scatter import (
     MAX_SCATTER_POINTS,
     XLABEL_IN,
@@ -75,7 +75,7 @@ _DPI = 110
 
 def no_data(ax: Axes, title: str) -> None:
     """Mark ``ax`` as an empty panel titled ``title``."""
-    ax.set_title(title)
+    top_title(ax, title)
     ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -144,7 +144,7 @@ def op_scatter(
     ax = fig.subplots()
     fixed_layout(fig, bottom_in=XLABEL_IN + room)
     loglog_scatter(ax, rows, x, axis, xlabel=xlabel, ylabel=ylabel)
-    ax.set_title(title)
+    top_title(ax, title)
     return _save(fig, path, svg=svg)
 
 
@@ -215,7 +215,7 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
         ax.set_xscale("log")
         log_ticks(ax, "x")
         ax.set_ylim(0.0, 1.02)
-        ax.set_title(op)
+        top_title(ax, op)
         ax.set_xlabel("latency per call (ns, log scale)")
         ax.set_ylabel("fraction of calls")
         ax.grid(True, alpha=0.3)
