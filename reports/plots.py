@@ -59,6 +59,7 @@ __all__ = [
     "save_figure",
     "scatter_series",
     "slope_text",
+    "sorted_groups",
     "write_png",
 ]
 
@@ -162,6 +163,28 @@ def cdf_points(
     return x[idx], (idx + 1).astype(np.float64) / n
 
 
+def sorted_groups(
+    df: pd.DataFrame, key: str, key2: str, col: str
+) -> dict[tuple[str, str], np.ndarray]:
+    """``{(str(key value), str(key2 value)): the group's ``col`` values, sorted ascending, as a
+    float64 array}`` for every (``key``, ``key2``) pair present in ``df``: one sort of the whole
+    column by (pair, value) instead of a filter and a sort per group (a third of their CPU on a
+    57k-row ops table of 11 ops). Rows with a missing key are left out, as ``groupby`` does."""
+    k1, u1 = pd.factorize(df[key])
+    k2, u2 = pd.factorize(df[key2])
+    values = df[col].to_numpy(dtype=np.float64)
+    keep = (k1 >= 0) & (k2 >= 0)  # rows with a missing key belong to no group, as in groupby
+    pair, values = k1[keep].astype(np.int64) * len(u2) + k2[keep], values[keep]
+    order = np.lexsort((values, pair))
+    pair, values = pair[order], values[order]
+    cuts = np.flatnonzero(np.diff(pair)) + 1
+    starts = pair[np.r_[0, cuts]].tolist() if len(pair) else []
+    return {
+        (str(u1[p // len(u2)]), str(u2[p % len(u2)])): part
+        for p, part in zip(starts, np.split(values, cuts) if starts else [], strict=True)
+    }
+
+
 def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Path:
     """Plot per-op latency CDFs: one panel per op, one line per variant; x is ns on a log scale.
 
@@ -183,25 +206,26 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
     legend_rows = math.ceil(len(variants) / 2)
     top_in = 0.75 + 0.22 * legend_rows
     fig = Figure(figsize=(6.0 * ncols, 3.3 * nrows + top_in))
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    grid = fig.add_gridspec(nrows, ncols)  # no axes for the empty cell of an odd count
+    axes = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(len(panels))]
     fixed_layout(fig, nrows, ncols, top_in=top_in)
-    for ax, op in zip(axes, panels, strict=False):
-        rows = ops[ops["op"] == op] if present else ops.iloc[0:0]
-        if rows.empty:
+    latencies = sorted_groups(ops, "op", "variant", "ns") if present else {}
+    for ax, op in zip(axes, panels, strict=True):
+        if not any(k[0] == op for k in latencies):
             no_data(ax, op)
             continue
         counts = []
         drawn: dict[str, np.ndarray] = {}
         identical = []
-        for variant, group in rows.groupby("variant", sort=True):
-            v, ns_all = str(variant), np.sort(group["ns"].to_numpy(dtype=np.float64))
+        for v in (v for v in variants if (op, v) in latencies):
+            ns_all = latencies[op, v]
             same = next((u for u, seen in drawn.items() if np.array_equal(seen, ns_all)), None)
             if same is not None:
                 identical.append(f"{v}: identical to {same}")
             drawn[v] = ns_all
             ns, frac = cdf_points(ns_all, 1.0)
             ax.step(ns, frac, where="post", color=color[v], linestyle=style[v], label=v)
-            counts.append(len(group))
+            counts.append(ns_all.size)
         if identical:  # the later curve lies exactly on the earlier one: say so
             ax.text(
                 0.02,
@@ -230,8 +254,6 @@ def plot_op_cdf(ops: pd.DataFrame, path: Path | str, *, svg: bool = False) -> Pa
             transform=ax.transAxes,
             fontsize="small",
         )
-    for ax in axes[len(panels) :]:
-        ax.set_visible(False)
     h = fig.get_size_inches()[1]
     fig.suptitle("Per-op latency CDF by variant", y=1 - 0.12 / h, va="top")
     if variants:

@@ -1,17 +1,19 @@
-"""Tests for radixbench.reports.plots.save_figure / write_png: the PNG holds the pixels that
-``Figure.savefig`` writes, as RGB when the figure is opaque, at the report's dpi."""
+"""Tests for radixbench.reports.plots: save_figure / write_png (the PNG holds the pixels that
+``Figure.savefig`` writes, as RGB when the figure is opaque, at the report's dpi) and
+sorted_groups (the op CDF's data)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from radixbench.reports.plots import _DPI, save_figure
+from radixbench.reports.plots import _DPI, save_figure, sorted_groups
 
 
 def _figure(face: str = "white") -> Figure:
@@ -57,3 +59,25 @@ def test_the_figure_keeps_its_dpi_and_its_svg_is_written(tmp_path: Path) -> None
     out = save_figure(fig, tmp_path / "fig.png", svg=True)
     assert fig.dpi == dpi
     assert "<svg" in out.with_suffix(".svg").read_text(encoding="utf-8")
+
+
+def test_sorted_groups_match_a_groupby_sort() -> None:
+    rng = np.random.default_rng(3)
+    n = 2000
+    df = pd.DataFrame(
+        {
+            "op": rng.choice(["insert", "evict", "match_prefix", None], n),
+            "variant": rng.choice(["b", "a", "c"], n),
+            "ns": rng.integers(0, 50, n),
+        }
+    )
+    got = sorted_groups(df, "op", "variant", "ns")
+    want = {
+        (str(o), str(v)): np.sort(g["ns"].to_numpy(np.float64))
+        for (o, v), g in df.groupby(["op", "variant"])
+    }
+    assert got.keys() == want.keys()
+    for k, arr in want.items():
+        assert got[k].dtype == np.float64
+        assert np.array_equal(got[k], arr), k
+    assert sorted_groups(df.iloc[0:0], "op", "variant", "ns") == {}
