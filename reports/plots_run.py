@@ -18,7 +18,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from radixbench.reports.plotaxes import compact_number, fixed_layout, log_tick_values, log_ticks
+from radixbench.reports.plotaxes import (
+    compact_number,
+    fixed_layout,
+    log_tick_values,
+    log_ticks,
+    top_title,
+)
 from radixbench.reports.plots import cdf_points, no_data, op_scatter, save_figure
 from radixbench.reports.plots_scatter import (
     XLABEL_IN,
@@ -79,7 +85,7 @@ def plot_request_cdfs(requests: pd.DataFrame, path: Path | str, *, svg: bool = F
         ax.set_xscale("log")
         log_ticks(ax, "x")
         ax.set_ylim(0.0, 1.02)
-        ax.set_title(f"{label} CDF")
+        top_title(ax, f"{label} CDF")
         ax.set_xlabel(f"{label} (s, log scale)")
         ax.set_ylabel("fraction of finished requests")
         ax.grid(True, alpha=0.3)
@@ -115,7 +121,7 @@ def plot_hit_rate_over_time(
     if ceiling and isinstance(ceiling.get("all"), (int, float)):
         ax.axhline(float(ceiling["all"]), ls="--", color="k", label="ceiling (infinite cache)")
     ax.set_ylim(0.0, 1.02)
-    ax.set_title("Cumulative prefix hit rate over time")
+    top_title(ax, "Cumulative prefix hit rate over time")
     ax.set_xlabel("arrival time (s, simulated)")
     ax.set_ylabel("prefix hit rate (fraction of input tokens)")
     ax.grid(True, alpha=0.3)
@@ -145,10 +151,10 @@ def plot_kv_queue_over_time(
         queue = group["queue_len"].to_numpy(np.float64)
         ax_q.step(*thin_max(t, queue), where="post", label=str(variant))
     ax_kv.set_ylim(0.0, 102.0)
-    ax_kv.set_title("KV utilisation over time")
+    top_title(ax_kv, "KV utilisation over time")
     ax_kv.set_ylabel("KV slots used (% of capacity)")
     ax_q.set_ylim(0.0, max(1.0, ax_q.get_ylim()[1]))  # a count: no negative range
-    ax_q.set_title("Queue length over time")
+    top_title(ax_q, "Queue length over time")
     ax_q.set_ylabel("waiting requests (count)")
     for ax in (ax_kv, ax_q):
         ax.set_xlabel("simulated time (s)")
@@ -178,7 +184,7 @@ def plot_cost_vs_tree(ops: pd.DataFrame, path: Path | str, *, svg: bool = False)
             xlabel=("tree size before the call", "tokens"),
             ylabel=(f"{op} latency", "ns"),
         )
-        ax.set_title(f"{op} latency vs tree size (colour: {axis})")
+        top_title(ax, f"{op} latency vs tree size (colour: {axis})")
     fig.suptitle(
         "Per-op cost vs tree size (legend: fitted log-log slope)", y=1 - 0.1 / 5.0, va="top"
     )
@@ -243,7 +249,7 @@ def plot_verdict_bars(verdicts: pd.DataFrame, path: Path | str, *, svg: bool = F
                 fontsize="small")  # fmt: skip
     ax.set_yticks(y, labels, fontsize="small")
     ax.invert_yaxis()
-    ax.set_title("Median ratio baseline / candidate with bootstrap 95 % CI")
+    top_title(ax, "Median ratio baseline / candidate with bootstrap 95 % CI")
     ax.set_xlabel("ratio (dimensionless, log scale; > 1: candidate faster)")
     ax.grid(True, axis="x", alpha=0.3)
     return save_figure(fig, path, svg=svg)

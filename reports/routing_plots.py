@@ -26,7 +26,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from radixbench.reports.plotaxes import fixed_layout
+from radixbench.reports.plotaxes import fixed_layout, top_title
 from radixbench.reports.plots import no_data, save_figure
 from radixbench.reports.routing import router_labels
 
@@ -139,7 +139,7 @@ def plot_instance_hit_rate(requests: pd.DataFrame, path: Path | str, *, svg: boo
             inp = np.bincount(b, weights=part["input_len"], minlength=TIME_BINS)
             rate = np.divide(hit, inp, out=np.full(TIME_BINS, np.nan), where=inp > 0)
             ax.plot(mids, rate, lw=0.9, marker=".", ms=3, color=colours[inst])
-        ax.set_title(f"{names.get(variant, variant)}: prefix hit rate per instance")
+        top_title(ax, f"{names.get(variant, variant)}: prefix hit rate per instance")
         ax.set_xlabel("arrival time (s)")
         ax.set_ylabel("hit tokens / input tokens")
         ax.set_ylim(-0.02, 1.02)
@@ -171,7 +171,7 @@ def plot_ttft_cdf(requests: pd.DataFrame, path: Path | str, *, svg: bool = False
     ax.set_xscale("log")
     ax.set_xlabel("TTFT (s, simulated)")
     ax.set_ylabel("fraction of requests")
-    ax.set_title("TTFT CDF per router")
+    top_title(ax, "TTFT CDF per router")
     ax.axhline(0.9, color="grey", lw=0.6, ls=":")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
