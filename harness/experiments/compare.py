@@ -148,7 +148,7 @@ def _sim(
 
 def _extra(extra_meta: dict[str, Any] | None, cluster: Any, log: KVEventLog | None) -> dict:
     """The run record's ``extra``: the caller's, the cluster spec, the KV-event file."""
-    out = dict(extra_meta or {})
+    out = {k: v for k, v in (extra_meta or {}).items() if k != "spec"}  # a field of its own
     if cluster is not None:
         out["cluster"] = _jsonable(cluster) | {"router_options": dict(cluster.router_options)}
     if log is not None:
@@ -187,9 +187,10 @@ def run_compare(
 
     ``progress``: show a progress bar (None: a bar on a terminal, a line every 10 s in a
     log). ``run_name``: the run folder's name (default: a timestamp); ``extra_meta``: added
-    to ``config.json`` and the
-    report's meta; ``full_report=False`` writes the tables and summaries only (no plots, no
-    ``report.md`` / ``report.html``: ``write_report(render=False)``), as sweep cells do.
+    to ``config.json`` and the report's meta (its ``spec``, e.g. ``profile``'s spec before
+    staging, replaces the run's); ``full_report=False`` writes the tables and summaries only
+    (no plots, no ``report.md`` / ``report.html``: ``write_report(render=False)``), as sweep
+    cells do.
     ``on_answer``: called (one server) once the tables are written, before the plots are
     drawn, with the outcome so far (``run_dir``: the folder being written, ``wall_s``: so
     far; the report without plots): what a command prints comes before the plots.
@@ -259,7 +260,7 @@ def run_compare(
         sim_end_s={r.variant: r.sim_end_s for r in results},
         torch_threads=torch.get_num_threads(),
         environment=environment(),
-        spec=_jsonable(spec),
+        spec=(extra_meta or {}).get("spec", _jsonable(spec)),
         command_line=list(spec.command_line),
         extra=_extra(extra_meta, cluster, log),
     )

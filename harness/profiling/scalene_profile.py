@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from radixbench.harness.experiments.compare import CompareSpec
+from radixbench.harness.experiments.rerender import rerender
 from radixbench.harness.experiments.rundir import AtomicRunDir
 from radixbench.harness.profiling import target as profile_target
 
@@ -209,6 +210,10 @@ def profile_compare(
             )
         result = json.loads((tmp / "result.json").read_text())
         staged = Path(result["run_dir"])
+        # plots, report.md and report.html from the staged tables, here, not under scalene:
+        # out of the profile, and drawn in forked processes (reports.drawing), whose figures
+        # never reached the run folder under scalene ("cannot write the run")
+        rerender(staged, progress=False)
         has_html = False
         if html:
             view = subprocess.run(

@@ -75,8 +75,10 @@ def run_target(
     module docstring. Raises what :func:`~radixbench.harness.experiments.compare.run_compare`
     raises."""
     staged = spec if staging is None else dataclasses.replace(spec, out=staging)
+    # tables only: the figures and reports are rendered after the profile, outside scalene
+    # (scalene_profile.profile_compare), so the profile is the simulation's and its tables'
     run = functools.partial(
-        run_compare, staged, progress=False, extra_meta={"spec": _jsonable(spec)}
+        run_compare, staged, progress=False, extra_meta={"spec": _jsonable(spec)}, full_report=False
     )
     if not torch_profiler:
         outcome = run()

@@ -10,7 +10,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from radixbench.harness.cli import main
-from radixbench.harness.profiling.scalene_profile import hottest_lines
+from radixbench.harness.profiling.scalene_profile import hottest_lines, simulation_lines
 from radixbench.harness.profiling.target import labelled_batch_builder
 from radixbench.sim.batch import BatchBuilder
 
@@ -83,8 +83,13 @@ def test_profile_end_to_end(tmp_path, capsys) -> None:
     (run,) = tmp_path.iterdir()
     prof = run / "profile"
     data = json.loads((prof / "scalene.json").read_text())
-    hot = hottest_lines(data, 5)
-    assert hot and f":{hot[0].lineno}" in out.split("hottest lines")[1]
+    every = hottest_lines(data, 10**9)
+    own, _ = simulation_lines(every)  # what the table prints: report writing left out
+    assert own and f":{own[0].lineno}" in out.split("hottest lines")[1]
+    # the figures are drawn after the profile, outside scalene: none of it is in the profile,
+    # and every figure reached the run folder (forked under scalene, one never did)
+    assert not any(Path(h.file).name.startswith("plots") for h in every)
+    assert (run / "plots" / "verdict_bars.png").is_file() and (run / "report.html").is_file()
     assert (prof / "scalene.html").stat().st_size > 1000
     trace = json.loads((prof / "torch_trace.json").read_text())
     assert any(e.get("name") == "batch_builder.build_extend" for e in trace["traceEvents"])
