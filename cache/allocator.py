@@ -233,7 +233,11 @@ def unique_pages_np(slots: np.ndarray, page_size: int) -> np.ndarray:
     q = slots.reshape(-1) // page_size
     if q.size < 2:
         return q.copy()
-    q = np.sort(q[np.concatenate(([True], q[1:] != q[:-1]))])
+    return _drop_runs(np.sort(_drop_runs(q)))
+
+
+def _drop_runs(q: np.ndarray) -> np.ndarray:
+    """``q`` (1-D, at least one value) with each run of equal neighbours cut to its first."""
     return q[np.concatenate(([True], q[1:] != q[:-1]))]
 
 

@@ -23,16 +23,22 @@ from radixbench.sim.parted import PartedTable
 from radixbench.sim.run import run_interleaved
 
 
+def _scenario(requests: int, rate: float, groups: int, output_tokens: int) -> Any:
+    """generated-shared-prefix, ``requests`` at ``rate`` req/s in ``groups`` groups, 512-token
+    system prompts, 64-token questions, a 6,000-token KV pool per instance."""
+    return load_scenario("generated-shared-prefix", {
+        "arrivals.max_requests": requests, "arrivals.rate": rate, "workload.groups": groups,
+        "workload.prompts_per_group": requests // groups, "workload.system_prompt_tokens": 512,
+        "workload.question_tokens": 64, "workload.output_tokens": output_tokens,
+        "cache.kv_capacity_tokens": 6000,
+    })  # fmt: skip
+
+
 def _results(monkeypatch: pytest.MonkeyPatch) -> tuple[list[ClusterSim], list[Any], Any]:
     """Two routers x two flatten variants (flatten pairs: the verdicts read build_decode rows)
     on 3 instances, the logs spilled every 50 rows."""
     monkeypatch.setattr(sim_run, "SPILL_ROWS", 50)
-    sc = load_scenario("generated-shared-prefix", {
-        "arrivals.max_requests": 120, "arrivals.rate": 40.0, "workload.groups": 6,
-        "workload.prompts_per_group": 20, "workload.system_prompt_tokens": 512,
-        "workload.question_tokens": 64, "workload.output_tokens": 16,
-        "cache.kv_capacity_tokens": 6000,
-    })  # fmt: skip
+    sc = _scenario(requests=120, rate=40.0, groups=6, output_tokens=16)
     trace, cfg = load_requests(sc, None).requests, sc.sim
     spec = ClusterSpec(instances=3, routers=("cache-aware", "round-robin"))
     bases = [Variant("heapify", "galloping", f) for f in ("numpy", "chain")]
@@ -92,12 +98,7 @@ def test_the_report_from_parts_writes_the_report_from_frames(
 def test_a_queued_request_does_not_hold_the_routers_prompt_tokens() -> None:
     """cache-aware makes each prompt's tokens to route it; a request that joins a queue makes
     them again at admission (a whole trace on 2 instances queues thousands: ~300 MB of ids)."""
-    sc = load_scenario("generated-shared-prefix", {
-        "arrivals.max_requests": 200, "arrivals.rate": 400.0, "workload.groups": 4,
-        "workload.prompts_per_group": 50, "workload.system_prompt_tokens": 512,
-        "workload.question_tokens": 64, "workload.output_tokens": 64,
-        "cache.kv_capacity_tokens": 6000,
-    })  # fmt: skip
+    sc = _scenario(requests=200, rate=400.0, groups=4, output_tokens=64)
     trace, cfg = load_requests(sc, None).requests, sc.sim
     spec = ClusterSpec(instances=2, routers=("cache-aware",))
     (v,) = router_variants([Variant("heapify", "galloping", "numpy")], spec)
