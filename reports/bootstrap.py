@@ -10,6 +10,15 @@ interval, on a 2-core VM) — and the percentile interval beyond that (large sam
 are narrow and their bias small); :func:`ci_method` names the one a pair of sizes gets, for the
 reports. Resamples are drawn by a ``numpy`` generator seeded with ``seed``, in batches bounded
 by :data:`_CHUNK_ELEMENTS` (memory), so results are deterministic.
+
+The verdicts' own case — the percentile interval of a ratio of **medians** of two unpaired
+samples — skips materialising the resamples (:func:`resampled_medians`): the median of a
+resample of n values drawn with replacement from a sorted sample ``s`` is ``s[J]`` (the mean of
+``s[J]`` and ``s[K]`` for even n), where J, K are the middle order statistics of n uniform
+indices, and those are drawn exactly from their Beta distributions. Same distribution as
+``scipy.stats.bootstrap``'s resampling (tested against it), O(n log n + n_resamples) instead of
+O(n x n_resamples): the op verdicts of ``make demo`` took 4 s of its report the other way (and
+``scipy.stats``, 0.8 s to import, is then not imported at all).
 """
 
 from __future__ import annotations
@@ -19,7 +28,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["BCA_MAX", "bootstrap_paired", "bootstrap_ratio", "ci_method", "ratio_columns"]
+__all__ = [
+    "BCA_MAX",
+    "bootstrap_paired",
+    "bootstrap_ratio",
+    "ci_method",
+    "ratio_columns",
+    "resampled_medians",
+]
 
 #: Largest sample (values per side) that gets a BCa interval; larger ones get the percentile
 #: interval.
@@ -55,11 +71,38 @@ def _ratio_of(stat: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     candidate's statistic is 0, NaN where both are."""
 
     def ratio(b: np.ndarray, c: np.ndarray, axis: int = -1) -> np.ndarray:
-        sb, sc = stat(b, axis=axis), stat(c, axis=axis)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(sc == 0, np.where(sb == 0, np.nan, np.inf), sb / sc)
+        return _divide(stat(b, axis=axis), stat(c, axis=axis))
 
     return ratio
+
+
+def _divide(sb: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """``sb / sc`` elementwise: ``inf`` where only ``sc`` is 0, NaN where both are."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sc == 0, np.where(sb == 0, np.nan, np.inf), sb / sc)
+
+
+def resampled_medians(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The medians (``np.median``'s: the mean of the two middle values for even n) of
+    ``n_resamples`` resamples of ``x`` (1-D, n >= 1 values, no NaN), each n values drawn with
+    replacement, sampled exactly without drawing the resamples.
+
+    Index draws ``floor(n U)`` are monotone in U and ``sort(x)`` is monotone in its index, so a
+    resample's k-th smallest value is ``sort(x)[floor(n U_(k))]``: with m = ceil(n/2) the middle
+    order statistic is ``U_(m) ~ Beta(m, n - m + 1)`` and, given it, the next one is
+    ``U_(m) + (1 - U_(m)) Beta(1, n - m)`` (the least of the n - m uniforms above it). Returns a
+    float64 array of shape ``(n_resamples,)``; draws 1 (odd n) or 2 (even n) arrays of
+    ``n_resamples`` Beta variates from ``rng`` (its state is all it mutates).
+    """
+    s = np.sort(np.asarray(x, dtype=np.float64))
+    n = s.size
+    m = (n + 1) // 2
+    u = rng.beta(m, n - m + 1, size=n_resamples)
+    low = s[np.minimum((u * n).astype(np.int64), n - 1)]
+    if n % 2:
+        return low
+    v = u + (1.0 - u) * rng.beta(1, n - m, size=n_resamples)
+    return (low + s[np.minimum((v * n).astype(np.int64), n - 1)]) / 2.0
 
 
 def bootstrap_ratio(
@@ -103,33 +146,42 @@ def bootstrap_ratio(
     statistic = _ratio_of(stat)
     ratio = float(statistic(b, c))
     method = ci_method(b.size, c.size)
-    batch = max(1, _CHUNK_ELEMENTS // max(b.size, c.size))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate / non-finite distributions: handled below
-        from scipy import stats  # 0.3-0.5 s to import: only when a CI is computed
-
-        res = stats.bootstrap(
-            (b, c),
-            statistic,
-            n_resamples=n_resamples,
-            paired=paired,
-            vectorized=True,
-            confidence_level=level,
-            method=method,
-            batch=batch,
-            rng=np.random.default_rng(seed),
+    tail = (1.0 - level) / 2.0
+    if stat is np.median and not paired and method == "percentile":
+        rng = np.random.default_rng(seed)
+        dist = _divide(
+            resampled_medians(b, n_resamples, rng), resampled_medians(c, n_resamples, rng)
         )
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # inf - inf while interpolating: handled below
+            lo, hi = (float(q) for q in np.quantile(dist, [tail, 1.0 - tail]))
+    else:
+        batch = max(1, _CHUNK_ELEMENTS // max(b.size, c.size))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degenerate / non-finite distributions: below
+            from scipy import stats  # 0.8 s to import: only when scipy computes a CI
+
+            res = stats.bootstrap(
+                (b, c),
+                statistic,
+                n_resamples=n_resamples,
+                paired=paired,
+                vectorized=True,
+                confidence_level=level,
+                method=method,
+                batch=batch,
+                rng=np.random.default_rng(seed),
+            )
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     if np.isfinite(lo) and np.isfinite(hi):
         return ratio, lo, hi
-    dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     dist = dist[~np.isnan(dist)]
     if dist.size == 0:
         return ratio, float("nan"), float("nan")
     if dist.min() == dist.max():
         return ratio, float(dist[0]), float(dist[0])
-    tail = (1.0 - level) / 2.0 * 100.0
-    lo, hi = np.percentile(dist, [tail, 100.0 - tail], method="inverted_cdf")
+    lo, hi = np.percentile(dist, [tail * 100.0, 100.0 - tail * 100.0], method="inverted_cdf")
     return ratio, float(lo), float(hi)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from radixbench.reports.bootstrap import BCA_MAX, bootstrap_ratio, ci_method
+from radixbench.reports.bootstrap import BCA_MAX, bootstrap_ratio, ci_method, resampled_medians
 
 
 def test_bootstrap_is_deterministic_and_brackets_the_ratio() -> None:
@@ -88,3 +88,72 @@ def test_scipy_is_imported_only_when_a_ci_is_computed() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _scipy_medians(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    from scipy import stats
+
+    res = stats.bootstrap(
+        (x,),
+        np.median,
+        n_resamples=n_resamples,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return np.asarray(res.bootstrap_distribution)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 6, 41, 1200, 1201])
+@pytest.mark.parametrize("ties", [False, True])
+def test_resampled_medians_have_scipys_resampling_distribution(n: int, ties: bool) -> None:
+    """The exact draw of resampled medians (Beta order statistics) against
+    ``scipy.stats.bootstrap`` resampling the same sample and taking ``np.median`` of every
+    resample: a two-sample Kolmogorov-Smirnov test cannot tell them apart, for odd and even n
+    and for samples with heavy ties (timer ticks)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(n)
+    x = rng.integers(100, 110, n).astype(float) if ties else rng.lognormal(7.0, 0.5, n)
+    ours = resampled_medians(x, 4000, np.random.default_rng(1))
+    assert ours.shape == (4000,)
+    assert x.min() <= ours.min() and ours.max() <= x.max()
+    if n % 2:  # an odd resample's median is one of its values
+        assert np.isin(ours, x).all()
+    if n == 1:  # scipy refuses a sample of one
+        return
+    theirs = _scipy_medians(x, 4000, seed=2)
+    assert stats.ks_2samp(ours, theirs).pvalue > 1e-3
+
+
+def test_the_ks_check_tells_a_median_one_rank_off() -> None:
+    """The test above has power: drawing the order statistic one rank above the median (a
+    plausible off-by-one) is rejected by the same check at n = 41."""
+    from scipy import stats
+
+    x = np.sort(np.random.default_rng(41).lognormal(7.0, 0.5, 41))
+    u = np.random.default_rng(1).beta(22, 20, 4000)  # rank m + 1 = 22 instead of 21
+    off = x[np.minimum((u * 41).astype(np.int64), 40)]
+    assert stats.ks_2samp(off, _scipy_medians(x, 4000, seed=2)).pvalue < 1e-3
+
+
+def test_large_sample_interval_agrees_with_scipys_percentile_interval() -> None:
+    """``bootstrap_ratio`` on samples beyond :data:`BCA_MAX` (the fast path) against
+    ``scipy.stats.bootstrap``'s percentile interval of the same ratio of medians, both with
+    20,000 resamples: the ends agree within Monte Carlo error (0.2 % of the ratio)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    b, c = rng.lognormal(7.2, 0.6, 2425), rng.lognormal(7.0, 0.6, 3001)
+    ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=20_000, seed=0)
+    res = stats.bootstrap(
+        (b, c),
+        lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis),
+        n_resamples=20_000,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(0),
+    )
+    assert lo == pytest.approx(res.confidence_interval.low, rel=2e-3)
+    assert hi == pytest.approx(res.confidence_interval.high, rel=2e-3)
+    assert lo < ratio < hi
