@@ -17,7 +17,9 @@ Four figures, each printed as measured on this machine:
 - **report writing**: wall s of ``reports.pipeline.write_report`` (tables, summaries, plots,
   ``report.md`` / ``report.html``) for the demo run (``make demo``: ``compare``, the default
   scenario at its own size, or its first ``--demo-requests``), whose tables are simulated
-  first (untimed) or read from ``--demo-run DIR``.
+  first (untimed) or read from ``--demo-run DIR``; and its share of the whole run, report
+  writing over itself plus the run's own wall s up to the report (``config.json``'s
+  ``wall_s``), against issue 28's target of at most :data:`REPORT_SHARE_TARGET`.
 
 Start-up and ``--help`` are each timed ``--startup-reps`` / ``--help-reps`` times (best and
 median printed): a single launch right after the whole-trace run pays a cold page cache.
@@ -70,6 +72,10 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+#: Issue 28: report writing takes at most this share of a run's wall time.
+REPORT_SHARE_TARGET = 0.20
+
+
 @dataclass
 class SimBench:
     """The figures (s unless named otherwise); ``None`` where a figure was skipped."""
@@ -85,6 +91,7 @@ class SimBench:
     help_s: list[float] = field(default_factory=list)
     report_s: float | None = None
     report_requests: int = 0
+    report_run_wall_s: float | None = None
     env: dict[str, Any] = field(default_factory=dict)
     cal: Calibration | None = None
 
@@ -186,13 +193,14 @@ def time_report(
     demo_requests: int | None,
     simulate: Callable[[Path, int | None], Path],
     equivalence: Callable[[pd.DataFrame], dict[str, Any]],
-) -> tuple[float, int]:
+) -> tuple[float, int, float | None]:
     """Wall s of ``write_report`` for the demo run, into a temporary folder. The run's tables
     come from ``demo_run`` or are simulated first, untimed: ``simulate(folder,
     demo_requests)`` returns a run folder (the harness's ``bench_inputs.demo_run``: ``compare``
     on the default scenario, tables only). ``equivalence``: the check of the run's requests
     the report states (the harness's ``check_equivalence``). Returns ``(seconds, requests per
-    variant)``."""
+    variant, the run's own wall s up to its report)``, the last ``None`` when its
+    ``config.json`` has no ``wall_s``."""
     from radixbench.reports.pipeline import write_report
     from radixbench.reports.record import read_run
 
@@ -216,7 +224,7 @@ def time_report(
             timeseries=run["timeseries"],
             metrics=run["metrics"],
         )
-        return time.perf_counter() - t0, n
+        return time.perf_counter() - t0, n, meta.wall_s
 
 
 def lines(b: SimBench) -> list[str]:
@@ -243,11 +251,24 @@ def lines(b: SimBench) -> list[str]:
     if b.report_s is not None:
         out.append(
             f"report writing (demo run, {b.report_requests:,} requests x its variants): "
-            f"{b.report_s:.2f} s wall{in_cal(b.cal, b.report_s)}"
+            f"{b.report_s:.2f} s wall{in_cal(b.cal, b.report_s)}{report_share(b)}"
         )
     if b.cal is not None:
         out.append(b.cal.line())
     return out
+
+
+def report_share(b: SimBench) -> str:
+    """``", N % of the run (...; target <= 20 %: met|NOT met)"``: report writing over itself
+    plus the run's wall s up to the report; nothing when that wall time is unknown."""
+    if b.report_s is None or b.report_run_wall_s is None:
+        return ""
+    share = b.report_s / (b.report_s + b.report_run_wall_s)
+    met = "met" if share <= REPORT_SHARE_TARGET else "NOT met"
+    return (
+        f", {share:.1%} of the run (its simulation {b.report_run_wall_s:.1f} s wall; "
+        f"target <= {REPORT_SHARE_TARGET:.0%}: {met})"
+    )
 
 
 def in_cal(cal: Calibration | None, seconds: float) -> str:

@@ -289,7 +289,7 @@ def _run_sim(args: argparse.Namespace) -> int:
         print(f"radixbench --help: {sim.best_of(b.help_s, b.cal)}", flush=True)
     if "report" not in skip:
         demo = 100 if quick and args.demo_requests is None else args.demo_requests
-        b.report_s, b.report_requests = sim.time_report(
+        b.report_s, b.report_requests, b.report_run_wall_s = sim.time_report(
             args.demo_run, demo, demo_run, check_equivalence
         )
         report = next(ln for ln in sim.lines(b) if ln.startswith("report writing"))

@@ -38,10 +38,11 @@ def test_bench_sim_prints_each_figure_once(monkeypatch, capsys) -> None:
     monkeypatch.setattr(bench_sim, "time_trace_runs", lambda n, v, reps: [(20, 0.5, 0.6, 99, 0.1)])
     monkeypatch.setattr(bench_sim, "time_help", lambda reps: [0.03])
     monkeypatch.setattr(bench_sim, "time_startup", lambda: 0.9)
-    monkeypatch.setattr(bench_sim, "time_report", lambda run, n, simulate, eq: (1.5, 8))
+    monkeypatch.setattr(bench_sim, "time_report", lambda run, n, simulate, eq: (1.5, 8, 6.0))
     assert main(["bench", "sim", "--quick"]) == 0
     out = capsys.readouterr().out
     figures = ("whole trace:", "of which timed", "start-up to first", "--help:", "report writing")
     for figure in figures:
         assert out.count(figure) == 1, out
     assert "report writing (demo run, 8 requests" in out
+    assert "20.0% of the run (its simulation 6.0 s wall; target <= 20%: met)" in out
