@@ -85,8 +85,9 @@ def test_skip_leaves_a_figure_out(fig: str) -> None:
     assert "cpu 1.00 s (= 200 cal)" in lines[0] and "0.50 s wall (= 100 cal)" in lines[2]
     assert "of the run" not in lines[4]  # no run wall time: no share
     b.report_run_wall_s = 3.0
-    assert "25.0% of the run (its simulation 3.0 s wall; target <= 20%: NOT met)" in (
-        bench_sim.lines(b)[4]
+    assert (
+        "25.0% of the run (its simulation 3.0 s wall; target <= 20%: NOT met)"
+        in (bench_sim.lines(b)[4])
     )
     b.report_s = None
     assert not any("report" in x for x in bench_sim.lines(b))
