@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from radixbench.bench.sources import SOURCE_PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cache", "sim", "workloads", "reports", "harness", "bench", "cluster")
+PACKAGES = SOURCE_PACKAGES
 
 #: package -> the project packages it may import (docs/ARCHITECTURE.md, "Layers").
 ALLOWED: dict[str, frozenset[str]] = {
@@ -54,6 +56,16 @@ def test_the_document_states_these_rules() -> None:
         for name in names:
             stated[name] = allowed
     assert stated == ALLOWED
+
+
+def test_the_source_packages_are_pyprojects() -> None:
+    """:data:`SOURCE_PACKAGES` (read by ``bench peers``, ``profile`` and these rules) names
+    exactly the top-level folders pyproject.toml installs as ``radixbench.*``."""
+    import tomllib
+
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        dirs = tomllib.load(f)["tool"]["setuptools"]["package-dir"].values()
+    assert sorted(SOURCE_PACKAGES) == sorted({d.split("/")[0] for d in dirs})
 
 
 def _sources() -> list[Path]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from radixbench.bench.sources import SOURCE_PACKAGES
 from radixbench.harness.experiments.compare import CompareSpec
 from radixbench.harness.experiments.rerender import rerender
 from radixbench.harness.experiments.rundir import AtomicRunDir
@@ -41,8 +42,8 @@ __all__ = [
 
 #: The repository root of the radixbench packages (cache/, sim/, harness/, ... live in it).
 SOURCE_ROOT = Path(profile_target.__file__).resolve().parents[2]
-#: The radixbench packages (folders under :data:`SOURCE_ROOT`) a profile covers.
-PACKAGES = ("cache", "sim", "workloads", "reports", "harness")
+#: The radixbench packages (folders under :data:`SOURCE_ROOT`) a profile covers: all of them.
+PACKAGES = SOURCE_PACKAGES
 
 
 @dataclass(frozen=True)
