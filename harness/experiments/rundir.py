@@ -53,13 +53,17 @@ class AtomicRunDir:
     earlier runs whose process is gone (:func:`remove_stale`). Raises :class:`RunDirError`
     (one line naming ``parent``) when ``parent`` is a file or cannot be written, and in place
     of an ``OSError`` raised while the run is written (a full disk: one line naming the file
-    or the run folder, the folder removed).
+    or the run folder, the folder removed). Only the process that entered finishes the run: a
+    process forked inside the ``with`` that leaves it (by an exception) leaves the folder as
+    it is.
     """
 
     def __init__(self, parent: Path, name: str | None = None) -> None:
         self.parent = parent
         self.stem = name or time.strftime("%Y%m%d-%H%M%S")
-        self.tmp = parent / f".tmp-{self.stem}-{os.getpid()}"
+        #: the process that writes the run: only it may remove or rename ``tmp``
+        self.pid = os.getpid()
+        self.tmp = parent / f".tmp-{self.stem}-{self.pid}"
         self.final: Path | None = None
 
     def __enter__(self) -> AtomicRunDir:
@@ -77,6 +81,11 @@ class AtomicRunDir:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, *_: object
     ) -> None:
+        if os.getpid() != self.pid:
+            # A process forked inside the ``with`` (the report's drawing workers) unwinding
+            # the writer's stack: under scalene, whose ``os._exit`` raises ``SystemExit``,
+            # every forked child ended here and removed the writer's folder. Not its run.
+            return
         if exc_type is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             if isinstance(exc, OSError):  # a full disk, a quota, a vanished folder...

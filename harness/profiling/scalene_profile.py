@@ -212,8 +212,11 @@ def profile_compare(
         result = json.loads((tmp / "result.json").read_text())
         staged = Path(result["run_dir"])
         # plots, report.md and report.html from the staged tables, here, not under scalene:
-        # out of the profile, and drawn in forked processes (reports.drawing), whose figures
-        # never reached the run folder under scalene ("cannot write the run")
+        # drawing stays out of the profile (the report's summaries are computed in both: a
+        # second or two). Under scalene they once failed outright ("cannot write the run"):
+        # its os._exit raises SystemExit, so each forked drawing worker unwound the writer's
+        # stack and AtomicRunDir removed the staging folder; AtomicRunDir now leaves a run to
+        # the process that entered it.
         rerender(staged, progress=False)
         has_html = False
         if html:

@@ -100,3 +100,31 @@ def test_a_write_error_naming_its_file_names_it_in_the_run_folder(tmp_path: Path
         "nothing was written"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_forked_child_leaving_the_with_leaves_the_run_alone(tmp_path: Path) -> None:
+    """Under scalene (``radixbench profile``) ``os._exit`` raises ``SystemExit``, so every
+    process the report forks (its drawing workers) unwound the writer's stack through
+    ``AtomicRunDir.__exit__`` and removed the writer's folder: the run then failed with
+    "cannot write the run". Only the process that entered may finish or remove the run."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        f"""
+        import multiprocessing, os, sys
+        from pathlib import Path
+        from radixbench.harness.experiments.rundir import AtomicRunDir
+        os._exit = sys.exit  # what scalene's replacement_exit installs
+        with AtomicRunDir(Path({str(tmp_path)!r}), "run") as run:
+            (run.tmp / "a.txt").write_text("x")
+            child = multiprocessing.get_context("fork").Process(target=print, args=("child",))
+            child.start()
+            child.join()
+            assert run.tmp.is_dir(), "the child removed the run"
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "run" / "a.txt").read_text() == "x"
