@@ -12,13 +12,18 @@ reports. Resamples are drawn by a ``numpy`` generator seeded with ``seed``, in b
 by :data:`_CHUNK_ELEMENTS` (memory), so results are deterministic.
 
 The verdicts' own case — the percentile interval of a ratio of **medians** of two unpaired
-samples — skips materialising the resamples (:func:`resampled_medians`): the median of a
-resample of n values drawn with replacement from a sorted sample ``s`` is ``s[J]`` (the mean of
-``s[J]`` and ``s[K]`` for even n), where J, K are the middle order statistics of n uniform
-indices, and those are drawn exactly from their Beta distributions. Same distribution as
-``scipy.stats.bootstrap``'s resampling (tested against it), O(n log n + n_resamples) instead of
-O(n x n_resamples): the op verdicts of ``make demo`` took 4 s of its report the other way (and
-``scipy.stats``, 0.8 s to import, is then not imported at all).
+samples beyond :data:`BCA_MAX` — draws the resamples' medians exactly without building the
+resamples (:mod:`radixbench.reports.resampled`): the median of a resample of n values drawn
+with replacement from a sorted sample ``s`` is ``s[J]`` (the mean of ``s[J]`` and ``s[K]`` for
+even n), where J, K are the middle order statistics of n uniform indices, drawn from their Beta
+distributions. Same distribution as ``scipy.stats.bootstrap``'s resampling (tested against
+it), O(n log n + n_resamples) instead of O(n x n_resamples): the op verdicts of ``make demo``
+took 4 s of its report the other way (and ``scipy.stats``, 0.8 s to import, is then not
+imported at all). Given the calls' ``blocks`` (:func:`~radixbench.reports.resampled.
+time_blocks`: blocks of the time they ran at), that case is a **block** bootstrap instead
+(``block percentile``): whole blocks are resampled, the same blocks for both samples, so the
+interval carries the noise that load on the machine puts on whole slices of an interleaved run
+(:mod:`radixbench.reports.resampled` says why and what it changed).
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from radixbench.reports.resampled import N_BLOCKS, block_medians, resampled_medians
+
 __all__ = [
     "BCA_MAX",
     "bootstrap_paired",
     "bootstrap_ratio",
     "ci_method",
     "ratio_columns",
-    "resampled_medians",
 ]
 
 #: Largest sample (values per side) that gets a BCa interval; larger ones get the percentile
@@ -44,25 +50,30 @@ BCA_MAX = 1_000
 _CHUNK_ELEMENTS = 4_000_000
 
 
-def ci_method(n_baseline: int, n_candidate: int) -> str:
-    """``BCa`` or ``percentile``: the interval :func:`bootstrap_ratio` computes for samples
-    of these sizes."""
-    return "BCa" if max(n_baseline, n_candidate) <= BCA_MAX else "percentile"
+def ci_method(n_baseline: int, n_candidate: int, blocked: bool = False) -> str:
+    """``BCa``, ``percentile`` or ``block percentile``: the interval :func:`bootstrap_ratio`
+    computes for samples of these sizes, ``blocked`` when it is given the calls' blocks."""
+    if max(n_baseline, n_candidate) <= BCA_MAX:
+        return "BCa"
+    if blocked and min(n_baseline, n_candidate) >= 2 * N_BLOCKS:
+        return "block percentile"
+    return "percentile"
 
 
 def ratio_columns(
-    b: np.ndarray, c: np.ndarray, ratio: float, lo: float, hi: float
+    b: np.ndarray, c: np.ndarray, ratio: float, lo: float, hi: float, blocked: bool = False
 ) -> dict[str, float | str]:
     """A verdict row's statistics of baseline sample ``b`` against candidate sample ``c``:
     ``baseline_median``, ``candidate_median``, the ``ratio`` and its interval ``ci_low`` /
-    ``ci_high`` (:func:`bootstrap_ratio`'s) and the interval's ``ci_method``, in that order."""
+    ``ci_high`` (:func:`bootstrap_ratio`'s; ``blocked``: given blocks) and the interval's
+    ``ci_method``, in that order."""
     return {
         "baseline_median": float(np.median(b)),
         "candidate_median": float(np.median(c)),
         "ratio": ratio,
         "ci_low": lo,
         "ci_high": hi,
-        "ci_method": ci_method(b.size, c.size),
+        "ci_method": ci_method(b.size, c.size, blocked),
     }
 
 
@@ -82,29 +93,6 @@ def _divide(sb: np.ndarray, sc: np.ndarray) -> np.ndarray:
         return np.where(sc == 0, np.where(sb == 0, np.nan, np.inf), sb / sc)
 
 
-def resampled_medians(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """The medians (``np.median``'s: the mean of the two middle values for even n) of
-    ``n_resamples`` resamples of ``x`` (1-D, n >= 1 values, no NaN), each n values drawn with
-    replacement, sampled exactly without drawing the resamples.
-
-    Index draws ``floor(n U)`` are monotone in U and ``sort(x)`` is monotone in its index, so a
-    resample's k-th smallest value is ``sort(x)[floor(n U_(k))]``: with m = ceil(n/2) the middle
-    order statistic is ``U_(m) ~ Beta(m, n - m + 1)`` and, given it, the next one is
-    ``U_(m) + (1 - U_(m)) Beta(1, n - m)`` (the least of the n - m uniforms above it). Returns a
-    float64 array of shape ``(n_resamples,)``; draws 1 (odd n) or 2 (even n) arrays of
-    ``n_resamples`` Beta variates from ``rng`` (its state is all it mutates).
-    """
-    s = np.sort(np.asarray(x, dtype=np.float64))
-    n = s.size
-    m = (n + 1) // 2
-    u = rng.beta(m, n - m + 1, size=n_resamples)
-    low = s[np.minimum((u * n).astype(np.int64), n - 1)]
-    if n % 2:
-        return low
-    v = u + (1.0 - u) * rng.beta(1, n - m, size=n_resamples)
-    return (low + s[np.minimum((v * n).astype(np.int64), n - 1)]) / 2.0
-
-
 def bootstrap_ratio(
     baseline: np.ndarray,
     candidate: np.ndarray,
@@ -114,6 +102,7 @@ def bootstrap_ratio(
     level: float = 0.95,
     paired: bool = False,
     stat: Callable[..., np.ndarray] = np.median,
+    blocks: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float, float]:
     """``stat(baseline) / stat(candidate)`` and its bootstrap interval at ``level``.
 
@@ -121,7 +110,11 @@ def bootstrap_ratio(
     ``stat``: a reduction called as ``stat(x, axis=...)`` (default ``np.median``). Unpaired
     (default): the samples are resampled independently; ``paired``: element i of both belongs
     together (the same request under two variants), pairs with a NaN on either side are
-    dropped and pairs are resampled jointly (``ValueError`` on unequal lengths). Method: see
+    dropped and pairs are resampled jointly (``ValueError`` on unequal lengths). ``blocks``
+    (unpaired medians only): each value's block label (int, one array per sample, aligned
+    with it; :func:`~radixbench.reports.resampled.time_blocks`), for a block bootstrap where
+    :func:`ci_method` says ``block percentile``: :data:`N_BLOCKS` blocks drawn with
+    replacement (as many as labels), the same draw for both samples. Method: see
     :func:`ci_method`. A degenerate resampling distribution (every resample gives the same
     ratio, e.g. identical paired samples) gives that ratio as both ends; infinite ratios (a
     candidate statistic of 0) are bounded by sample values (inverted-CDF percentiles).
@@ -134,24 +127,34 @@ def bootstrap_ratio(
         raise ValueError(f"level must be in (0, 1), got {level}")
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(candidate, dtype=np.float64)
+    lb = lc = None
     if paired:
         if b.size != c.size:
             raise ValueError(f"paired samples differ in length: {b.size} vs {c.size}")
         keep = ~(np.isnan(b) | np.isnan(c))
         b, c = b[keep], c[keep]
     else:
-        b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+        kb, kc = ~np.isnan(b), ~np.isnan(c)
+        if blocks is not None:
+            lb, lc = np.asarray(blocks[0])[kb], np.asarray(blocks[1])[kc]
+        b, c = b[kb], c[kc]
     if b.size == 0 or c.size == 0:
         return float("nan"), float("nan"), float("nan")
     statistic = _ratio_of(stat)
     ratio = float(statistic(b, c))
-    method = ci_method(b.size, c.size)
+    unpaired_median = stat is np.median and not paired
+    method = ci_method(b.size, c.size, unpaired_median and lb is not None)
     tail = (1.0 - level) / 2.0
-    if stat is np.median and not paired and method == "percentile":
+    if unpaired_median and method != "BCa":
         rng = np.random.default_rng(seed)
-        dist = _divide(
-            resampled_medians(b, n_resamples, rng), resampled_medians(c, n_resamples, rng)
-        )
+        if method == "block percentile":
+            assert lb is not None and lc is not None
+            n_blocks = int(max(lb.max(), lc.max())) + 1
+            w = rng.multinomial(n_blocks, np.full(n_blocks, 1.0 / n_blocks), size=n_resamples)
+            mb, mc = block_medians(b, lb, w), block_medians(c, lc, w)
+        else:
+            mb, mc = resampled_medians(b, n_resamples, rng), resampled_medians(c, n_resamples, rng)
+        dist = _divide(mb, mc)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # inf - inf while interpolating: handled below
             lo, hi = (float(q) for q in np.quantile(dist, [tail, 1.0 - tail]))

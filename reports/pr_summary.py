@@ -86,7 +86,9 @@ def summary_block(
     out += [*listed, ""] if listed else []
     out += [
         "ratio = baseline p50 / candidate p50 (> 1: the candidate is faster); intervals: "
-        "bootstrap (BCa up to 1,000 calls a side, percentile beyond); a verdict needs its "
+        "bootstrap (BCa up to 1,000 calls a side; beyond, 50 blocks of simulated time "
+        "resampled, the same for both sides, so load on whole slices of the run counts); "
+        "a verdict needs its "
         "interval to clear both the A/A noise floor (the baseline timed against a replica of "
         f"itself) and {MIN_EFFECT:.0%} either side of 1 (the smallest effect claimed).",
         "",

@@ -22,6 +22,7 @@ import pandas as pd
 from radixbench.reports.axes import REPLICA, VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ratio_columns
 from radixbench.reports.diagnostics import axis_checks
+from radixbench.reports.resampled import time_blocks
 from radixbench.reports.verdicts import common_call_sites, verdict
 
 __all__ = ["reference_lines", "reference_rows"]
@@ -85,12 +86,18 @@ def reference_rows(
             if variants.value(name, "flatten") != variants.value(ref, "flatten"):
                 continue
             both = common_call_sites(sel[sel["variant"].isin([ref, name])])  # like for like
-            at_ref = both[both["variant"] == ref]
+            at_ref, at_name = both[both["variant"] == ref], both[both["variant"] == name]
             b = at_ref["ns"].to_numpy(np.float64)
-            c = both.loc[both["variant"] == name, "ns"].to_numpy(np.float64)
+            c = at_name["ns"].to_numpy(np.float64)
             if not b.size or not c.size:
                 continue
-            ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed)
+            blocks = None  # by simulated time, as the verdicts (reports.verdicts)
+            if "sim_time_s" in both.columns:
+                blocks = time_blocks(
+                    at_ref["sim_time_s"].to_numpy(np.float64),
+                    at_name["sim_time_s"].to_numpy(np.float64),
+                )
+            ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed, blocks=blocks)
             rows.append(
                 {
                     "axis": "reference",
@@ -98,7 +105,7 @@ def reference_rows(
                     "candidate": name,
                     "baseline": ref,
                     "algorithm": variants.value(name, axis),
-                    **ratio_columns(b, c, ratio, lo, hi),
+                    **ratio_columns(b, c, ratio, lo, hi, blocked=blocks is not None),
                     "verdict": verdict(lo, hi, *aa) if check.ok else "not compared",
                     "n_baseline": int(b.size),
                     "n_candidate": int(c.size),

@@ -28,9 +28,14 @@ Statistic: the **median** of the samples. Ratio = median(baseline) / median(cand
 ratio > 1 means the candidate is faster. The 95 % interval is the percentile bootstrap:
 ``n_resamples`` resamples with replacement drawn with a seeded
 :func:`numpy.random.default_rng` (deterministic), and the 2.5/97.5 percentiles of the resampled
-ratios are reported. Op samples are resampled independently (calls do not pair up across
-variants); request metrics are paired by ``rid`` (the same request under both variants,
-finished in both) and resampled jointly. Verdict (:func:`verdict`, the one rule of every
+ratios are reported (BCa up to 1,000 calls a side, :mod:`~radixbench.reports.bootstrap`).
+Op samples beyond that are resampled by **blocks** of simulated time (``sim_time_s``;
+:mod:`~radixbench.reports.resampled`): 50 blocks of calls drawn with replacement, the same
+blocks for both variants, because load on the machine slows whole interleaved slices of a
+variant at once and calls resampled one by one made identical code read different under load
+(``ci_method`` ``block percentile``; tables without ``sim_time_s`` resample calls one by one);
+request metrics are paired by ``rid`` (the same request under both variants, finished in both)
+and resampled jointly. Verdict (:func:`verdict`, the one rule of every
 verdict radixbench states): ``faster`` when the whole interval lies above the high bar (at
 least ``1 + MIN_EFFECT``; with the A/A control, the A/A interval shifted by the A/A median,
 :func:`verdict_bars`), ``slower`` when it lies below the low bar, otherwise ``no significant
@@ -47,6 +52,7 @@ import pandas as pd
 
 from radixbench.reports.axes import REPLICA, VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ratio_columns
+from radixbench.reports.resampled import time_blocks
 
 __all__ = [
     "AA_VERDICT",
@@ -83,7 +89,8 @@ REQUEST_METRICS: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s")
 
 #: Columns of :func:`verdict_table`. ``*_median`` in ``unit``; ``ratio`` = baseline /
 #: candidate median; ``ci_low``/``ci_high`` the bootstrap interval of the ratio and
-#: ``ci_method`` how it was computed (``BCa`` / ``percentile``, ``reports.bootstrap``);
+#: ``ci_method`` how it was computed (``BCa`` / ``percentile`` / ``block percentile``,
+#: ``reports.bootstrap``);
 #: ``aa_low``/``aa_high``/``aa_ratio`` the A/A interval and median ratio of the same metric (the
 #: noise floor; NaN without an A/A replica, and on the A/A rows); ``note``: how an ``impl``
 #: pair was matched (``VariantSet.partner``).
@@ -164,15 +171,35 @@ def verdict(
     return NO_DIFFERENCE
 
 
-def _evict_own(ops: pd.DataFrame, variant: str) -> np.ndarray:
+def _evict_own(ops: pd.DataFrame, variant: str) -> tuple[np.ndarray, np.ndarray]:
     """Per evict call of ``variant``: its ns minus the ns of its ``evict_kv_free`` row (the
-    k-th of each, in recorded order); empty when the run recorded no KV-free rows."""
+    k-th of each, in recorded order), and the calls' ``sim_time_s`` (empty without that
+    column); both empty when the run recorded no KV-free rows."""
     mine = ops[ops["variant"] == variant]
-    ev = mine.loc[mine["op"] == "evict", "ns"].to_numpy(np.float64)
+    evict = mine[mine["op"] == "evict"]
+    ev = evict["ns"].to_numpy(np.float64)
     free = mine.loc[mine["op"] == "evict_kv_free", "ns"].to_numpy(np.float64)
     if free.size != ev.size or not ev.size:
+        return np.empty(0), np.empty(0)
+    return ev - free, _times(evict)
+
+
+def _times(rows: pd.DataFrame) -> np.ndarray:
+    """The rows' ``sim_time_s`` (float64), empty when the table has none (older runs)."""
+    if "sim_time_s" not in rows.columns:
         return np.empty(0)
-    return ev - free
+    return rows["sim_time_s"].to_numpy(np.float64)
+
+
+def _blocks(
+    b: np.ndarray, c: np.ndarray, tb: np.ndarray, tc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Block labels of two samples of calls (``b``, ``c``) by the simulated time each ran at
+    (``tb``, ``tc``; :func:`~radixbench.reports.resampled.time_blocks`), for the block
+    bootstrap; ``None`` for an empty sample."""
+    if not b.size or not c.size:
+        return None
+    return time_blocks(tb, tc)
 
 
 def common_call_sites(rows: pd.DataFrame) -> pd.DataFrame:
@@ -195,9 +222,16 @@ def same_call_sites(
 ) -> tuple[np.ndarray, np.ndarray]:
     """ns (float64) of ``op``'s calls under ``base`` and under ``cand``, kept to the call sites
     both have (:func:`common_call_sites`; none when one of them never made the call)."""
-    rows = common_call_sites(ops[(ops["op"] == op) & ops["variant"].isin([base, cand])])
-    b, c = rows[rows["variant"] == base], rows[rows["variant"] == cand]
+    b, c = _call_rows(ops, base, cand, op)
     return b["ns"].to_numpy(np.float64), c["ns"].to_numpy(np.float64)
+
+
+def _call_rows(
+    ops: pd.DataFrame, base: str, cand: str, op: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`same_call_sites`' rows: ``op``'s calls under ``base`` and under ``cand``."""
+    rows = common_call_sites(ops[(ops["op"] == op) & ops["variant"].isin([base, cand])])
+    return rows[rows["variant"] == base], rows[rows["variant"] == cand]
 
 
 def verdict_table(
@@ -226,12 +260,16 @@ def verdict_table(
     done = requests[requests["status"] == "finished"]
     rows = []
     for axis, cand, base, note in vs.pairs(baseline, AXIS_OPS):
-        samples: list[tuple[str, str, np.ndarray, np.ndarray, bool]] = []
+        # (metric, unit, baseline, candidate, paired, the calls' simulated times)
+        samples: list[tuple[str, str, np.ndarray, np.ndarray, bool, tuple[np.ndarray, ...]]]
+        samples = []
         for op in AXIS_OPS[axis]:
-            b_ns, c_ns = same_call_sites(ops, base, cand, op)
-            samples.append((f"{op} ns", "ns", b_ns, c_ns, False))
+            b_rows, c_rows = _call_rows(ops, base, cand, op)
+            b_ns, c_ns = b_rows["ns"].to_numpy(np.float64), c_rows["ns"].to_numpy(np.float64)
+            samples.append((f"{op} ns", "ns", b_ns, c_ns, False, (_times(b_rows), _times(c_rows))))
         if axis == "evictor":
-            samples.append((EVICT_OWN, "ns", _evict_own(ops, base), _evict_own(ops, cand), False))
+            (b_own, tb), (c_own, tc) = _evict_own(ops, base), _evict_own(ops, cand)
+            samples.append((EVICT_OWN, "ns", b_own, c_own, False, (tb, tc)))
         # the same requests ran under both variants: pair them by rid (finished in both)
         both = done[done["variant"] == base].merge(
             done[done["variant"] == cand], on="rid", suffixes=("_b", "_c")
@@ -245,17 +283,24 @@ def verdict_table(
                         both[f"{col}_b"].to_numpy(np.float64),
                         both[f"{col}_c"].to_numpy(np.float64),
                         True,
+                        (),
                     )
                 )
-        for metric, unit, b, c, paired in samples:
+        for metric, unit, b, c, paired, times in samples:
+            blocks = None
             if paired:
                 keep = ~(np.isnan(b) | np.isnan(c))
                 b, c = b[keep], c[keep]
             else:
-                b, c = b[~np.isnan(b)], c[~np.isnan(c)]
+                kb, kc = ~np.isnan(b), ~np.isnan(c)
+                if times and times[0].size == b.size and times[1].size == c.size:
+                    blocks = _blocks(b[kb], c[kc], times[0][kb], times[1][kc])
+                b, c = b[kb], c[kc]
             if b.size == 0 or c.size == 0:
                 continue
-            ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed, paired=paired)
+            ratio, lo, hi = bootstrap_ratio(
+                b, c, n_resamples=n_resamples, seed=seed, paired=paired, blocks=blocks
+            )
             rows.append(
                 {
                     "axis": axis,
@@ -265,7 +310,7 @@ def verdict_table(
                     "baseline": base,
                     "n_candidate": int(c.size),
                     "n_baseline": int(b.size),
-                    **ratio_columns(b, c, ratio, lo, hi),
+                    **ratio_columns(b, c, ratio, lo, hi, blocked=blocks is not None),
                     "note": note,
                 }
             )

@@ -173,3 +173,46 @@ def test_implementations_are_compared_at_the_call_sites_both_have() -> None:
     assert b.size == c.size == 30
     b, c = same_call_sites(ops.drop(columns="parent"), "rb", "sgl", "match_prefix")
     assert (b.size, c.size) == (90, 30)
+
+
+def test_op_intervals_resample_blocks_of_simulated_time() -> None:
+    """Large op samples get the block bootstrap (``ci_method`` ``block percentile``): the A/A
+    replica of a run whose slices were hit by load bursts (each block of 60 calls slowed by
+    its own factor, per variant) reads an interval that contains 1 and is more than twice as
+    wide as the one from resampling its calls one by one (how often each covers 1:
+    ``test_reports_bootstrap``); without ``sim_time_s`` (older runs) the calls are resampled
+    one by one."""
+    rng = np.random.default_rng(3)
+    blocks, per = 50, 60
+    t = np.repeat(np.arange(blocks, dtype=float), per)
+    frames = []
+    for variant, replica in (("heapify/linear/sum", None), ("heapify/linear/sum/replica=2", 2)):
+        load = rng.lognormal(0.0, 0.05, blocks)
+        ns = rng.lognormal(np.log(2000.0), 0.1, t.size) * load[t.astype(int)]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "variant": variant, "impl": "radixbench", "evictor": "heapify",
+                    "matcher": "linear", "flatten": "sum", "op": "match_prefix", "ns": ns,
+                    "key_len": 8, "result": 0, "tree_nodes": 1, "tree_tokens": 1,
+                    "evictable_leaves": 1, "parent": "", "sim_time_s": t, "replica": replica,
+                }
+            )
+        )  # fmt: skip
+    ops = pd.concat(frames, ignore_index=True)
+    base = {"evictor": "heapify", "matcher": "linear", "flatten": "sum"}
+    none = pd.DataFrame({"rid": [], "variant": [], "status": []})
+    row = verdict_table(none, ops, base, n_resamples=400, request_metrics=False)
+    aa = row[row["metric"] == "match_prefix ns"].iloc[0]
+    assert aa["ci_method"] == "block percentile"
+    assert aa["ci_low"] <= 1.0 <= aa["ci_high"]
+    old = verdict_table(
+        none, ops.drop(columns="sim_time_s"), base, n_resamples=400,
+        request_metrics=False,
+    )  # fmt: skip
+    per_call = old[old["metric"] == "match_prefix ns"].iloc[0]
+    assert per_call["ci_method"] == "percentile"
+    assert per_call["ratio"] == aa["ratio"]
+    # the calls of a block share its load: one by one they look 3,000 independent draws
+    width = aa["ci_high"] - aa["ci_low"]
+    assert width > 2 * (per_call["ci_high"] - per_call["ci_low"])
