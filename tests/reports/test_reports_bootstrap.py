@@ -141,22 +141,22 @@ def test_the_ks_check_tells_a_median_one_rank_off() -> None:
 def test_large_sample_interval_agrees_with_scipys_percentile_interval() -> None:
     """``bootstrap_ratio`` on samples beyond :data:`BCA_MAX` (the fast path) against
     ``scipy.stats.bootstrap``'s percentile interval of the same ratio of medians, both with
-    20,000 resamples: the ends agree within Monte Carlo error (0.2 % of the ratio)."""
+    8,000 resamples: the ends agree within Monte Carlo error (0.3 % of the ratio)."""
     from scipy import stats
 
     rng = np.random.default_rng(7)
     b, c = rng.lognormal(7.2, 0.6, 2425), rng.lognormal(7.0, 0.6, 3001)
-    ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=20_000, seed=0)
+    ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=8_000, seed=0)
     res = stats.bootstrap(
         (b, c),
         lambda x, y, axis=-1: np.median(x, axis=axis) / np.median(y, axis=axis),
-        n_resamples=20_000,
+        n_resamples=8_000,
         method="percentile",
         vectorized=True,
         rng=np.random.default_rng(0),
     )
-    assert lo == pytest.approx(res.confidence_interval.low, rel=2e-3)
-    assert hi == pytest.approx(res.confidence_interval.high, rel=2e-3)
+    assert lo == pytest.approx(res.confidence_interval.low, rel=3e-3)
+    assert hi == pytest.approx(res.confidence_interval.high, rel=3e-3)
     assert lo < ratio < hi
 
 
