@@ -8,7 +8,8 @@ variant, compared with the family's baseline variant:
   eviction — median ``evictable_leaves`` and ``tree_nodes`` before each ``evict`` call (count);
   matching — median matched length (``result``, tokens) of the ``match_prefix`` calls that hit
   and median query length (``key_len``, tokens);
-* the op's own speed-up: median ``ns`` baseline / candidate, unpaired percentile bootstrap
+* the op's own speed-up: median ``ns`` baseline / candidate, unpaired bootstrap (blocks of
+  simulated time beyond 1,000 calls, :mod:`~radixbench.reports.resampled`)
   (:func:`radixbench.reports.verdicts.bootstrap_ratio`);
 * the **serving effect** over the *measured window* — requests arriving at or after the first
   ``evict`` call of any variant (eviction: before it, the pool is filling and the variants run
@@ -44,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.bootstrap import bootstrap_ratio
+from radixbench.reports.resampled import time_blocks
 from radixbench.reports.verdicts import verdict, verdict_bars
 
 __all__ = [
@@ -224,10 +226,17 @@ def point_rows(
             "op_share_base": b_share[1],
             "op_share_cand": c_share[1],
         }
+        b_op, c_op = base_ops[base_ops["op"] == op], cand_ops[cand_ops["op"] == op]
+        blocks = None  # blocks of simulated time, as the verdicts (reports.resampled)
+        if "sim_time_s" in ops.columns and len(b_op) and len(c_op):
+            blocks = time_blocks(
+                b_op["sim_time_s"].to_numpy(np.float64), c_op["sim_time_s"].to_numpy(np.float64)
+            )
         stats = {
             "op": bootstrap_ratio(
-                base_ops.loc[base_ops["op"] == op, "ns"].to_numpy(np.float64),
-                cand_ops.loc[cand_ops["op"] == op, "ns"].to_numpy(np.float64),
+                b_op["ns"].to_numpy(np.float64),
+                c_op["ns"].to_numpy(np.float64),
+                blocks=blocks,
                 **kw,
             ),
             "ttft_p50": bootstrap_ratio(tb, tc, paired=True, **kw),
