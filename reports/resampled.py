@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["N_BLOCKS", "block_medians", "resampled_medians", "time_blocks"]
+__all__ = ["MIN_BLOCKS", "N_BLOCKS", "block_medians", "resampled_medians", "time_blocks"]
 
 #: Blocks of simulated time a block bootstrap resamples (the demo runs ~140 interleaving
 #: rounds: about 3 rounds a block).
 N_BLOCKS = 50
+#: Fewest blocks holding baseline calls for a block bootstrap (:func:`time_blocks`).
+MIN_BLOCKS = 10
 
 
 def resampled_medians(x: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -53,18 +55,23 @@ def resampled_medians(x: np.ndarray, n_resamples: int, rng: np.random.Generator)
 
 def time_blocks(
     t_baseline: np.ndarray, t_candidate: np.ndarray, n_blocks: int = N_BLOCKS
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Block labels (int64 in ``[0, n_blocks)``) of two samples' calls by the time they ran
     at (``t_*``: 1-D, any unit, e.g. ``sim_time_s``): the block edges are the baseline's time
     quantiles, so its calls fall in ``n_blocks`` blocks of about equal count (calls at one
     instant share a block) and the candidate's calls go to the block of their time. Under the
     isolated clock two variants run the same schedule: block k holds the same calls of both.
-    Mutates nothing."""
-    edges = np.quantile(np.asarray(t_baseline, np.float64), np.linspace(0, 1, n_blocks + 1)[1:-1])
-    return (
-        np.searchsorted(edges, t_baseline, side="right").astype(np.int64),
-        np.searchsorted(edges, t_candidate, side="right").astype(np.int64),
-    )
+    ``None`` when the baseline's calls fill fewer than :data:`MIN_BLOCKS` blocks (its calls
+    ran at a handful of instants: resampling so few blocks would understate the spread; the
+    caller resamples calls one by one). Mutates nothing."""
+    tb = np.asarray(t_baseline, np.float64)
+    if not tb.size:
+        return None
+    edges = np.quantile(tb, np.linspace(0, 1, n_blocks + 1)[1:-1])
+    lb = np.searchsorted(edges, tb, side="right").astype(np.int64)
+    if np.unique(lb).size < MIN_BLOCKS:
+        return None
+    return lb, np.searchsorted(edges, t_candidate, side="right").astype(np.int64)
 
 
 def block_medians(x: np.ndarray, labels: np.ndarray, weights: np.ndarray) -> np.ndarray:

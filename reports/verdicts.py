@@ -196,7 +196,7 @@ def _blocks(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Block labels of two samples of calls (``b``, ``c``) by the simulated time each ran at
     (``tb``, ``tc``; :func:`~radixbench.reports.resampled.time_blocks`), for the block
-    bootstrap; ``None`` for an empty sample."""
+    bootstrap; ``None`` for an empty sample or too few distinct times."""
     if not b.size or not c.size:
         return None
     return time_blocks(tb, tc)

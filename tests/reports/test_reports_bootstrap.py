@@ -180,7 +180,9 @@ def test_block_medians_are_the_medians_of_the_pooled_resamples(ties: bool) -> No
 
 def test_time_blocks_put_equal_times_together_and_align_two_samples() -> None:
     t = np.repeat(np.arange(500.0), 4)  # four calls at each instant
-    lb, lc = time_blocks(t, t[::-1].copy(), n_blocks=50)
+    blocks = time_blocks(t, t[::-1].copy(), n_blocks=50)
+    assert blocks is not None
+    lb, lc = blocks
     assert lb.min() == 0 and lb.max() == 49
     assert np.bincount(lb).min() >= 36 and np.bincount(lb).max() <= 44
     for instant in (0, 137, 499):
@@ -228,3 +230,13 @@ def test_blocks_change_the_method_only_where_the_percentile_interval_applies() -
     assert r1[0] == bootstrap_ratio(b, c, n_resamples=300, seed=2)[0]  # same point estimate
     small = bootstrap_ratio(b[:400], c[:400], n_resamples=200, seed=1, blocks=(lb[:400], lc[:400]))
     assert small == bootstrap_ratio(b[:400], c[:400], n_resamples=200, seed=1)  # BCa either way
+
+
+def test_calls_at_a_few_instants_get_no_blocks() -> None:
+    """Calls that ran at fewer than MIN_BLOCKS distinct times (a replay at time 0, a run of a
+    few steps) are not split into blocks: one block resampled gives a zero-width interval, so
+    the caller resamples calls one by one."""
+    assert time_blocks(np.zeros(5000), np.zeros(5000)) is None
+    assert time_blocks(np.repeat(np.arange(9.0), 500), np.arange(10.0)) is None
+    assert time_blocks(np.repeat(np.arange(10.0), 500), np.arange(10.0)) is not None
+    assert time_blocks(np.empty(0), np.arange(3.0)) is None
