@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -76,10 +77,10 @@ def _cores() -> int:
 
 def _quiet_worker() -> None:
     """A worker leaves Ctrl-C to the caller and dies quietly when the pool ends it (the
-    caller's own SIGTERM handler, inherited by fork, would raise in it)."""
+    handler inherited by fork, the caller's or :func:`_sigterm_deferred`'s, would raise in it
+    or ignore the signal)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked around the fork
 
 
 def _draw(name: str) -> tuple[str, Path]:
@@ -121,14 +122,8 @@ class Drawing:
         try:
             ends = (jobs_in, results_out, self._jobs_out, self._results_in)
             self._proc = ctx.Process(target=_serve, args=(n, *ends), name="radixbench-plots")
-            # a SIGTERM landing during the fork would be raised by the caller's handler inside
-            # an at-fork callback (logging's), where Python ignores exceptions: the run went on
-            # and exited 0. Blocked here, it is delivered once the fork is done.
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-            try:
+            with _sigterm_deferred():
                 self._proc.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         finally:
             _JOBS.clear()
             jobs_in.close()
@@ -185,6 +180,27 @@ class Drawing:
         if self._proc is not None and exc[0] is not None:
             self._proc.terminate()  # abandoned: no need to finish the figures
         self.close()
+
+
+@contextlib.contextmanager
+def _sigterm_deferred() -> Iterator[None]:
+    """A SIGTERM during the block is re-raised once it is over. Raised by the caller's handler
+    during a fork, it would land in an at-fork callback (logging's), where Python ignores
+    exceptions: the run went on and exited 0. Masking the signal in this thread was not
+    enough (1 run in a few under load): another thread (torch's, Arrow's) takes it and the
+    handler still runs during the fork. So the handler is swapped for one that only notes the
+    signal (main thread only; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if got:
+            signal.raise_signal(signal.SIGTERM)
 
 
 def _serve(n: int, jobs_in: Connection, results_out: Connection, *parents: Connection) -> None:

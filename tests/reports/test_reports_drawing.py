@@ -189,11 +189,18 @@ def on_term(*_):
 
 signal.signal(signal.SIGTERM, on_term)
 sent = []
+import threading
+idle = threading.Event()
+other = threading.Thread(target=idle.wait, daemon=True)  # as torch's or Arrow's threads
+other.start()
 
 def before_fork():  # the signal lands while the drawing process is forked
     if not sent:
         sent.append(1)
-        os.kill(os.getpid(), signal.SIGTERM)
+        if sys.argv[2] == "thread":  # taken by a thread that does not block it
+            signal.pthread_kill(other.ident, signal.SIGTERM)
+        else:
+            os.kill(os.getpid(), signal.SIGTERM)
 
 os.register_at_fork(before=before_fork)
 try:
@@ -205,16 +212,48 @@ sys.exit(0)
 """
 
 
-def test_a_sigterm_during_the_fork_is_not_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("receiver", ["process", "thread"])
+def test_a_sigterm_during_the_fork_is_not_lost(tmp_path: Path, receiver: str) -> None:
     """A SIGTERM arriving while the drawing process is forked: the caller's handler ran inside
     an at-fork callback, where Python ignores exceptions, and the run went on to exit 0 (seen
-    in CI on test_sigterm_leaves_no_temporary_folder). Blocked around the fork, it is
-    delivered after it."""
+    in CI on test_sigterm_leaves_no_temporary_folder). The signal is only noted during the
+    fork and raised after it, also when another thread takes it (``thread``; the CI failure
+    came after masking the signal in the forking thread only, likely that way, though this
+    test does not reproduce it: the thread's handler races the fork)."""
     import subprocess
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-c", _SIGTERM_AT_FORK, str(tmp_path)],
+        [sys.executable, "-c", _SIGTERM_AT_FORK, str(tmp_path), receiver],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 143, proc.stderr
+
+
+def test_sigterm_deferred_notes_the_signal_and_raises_it_after() -> None:
+    """:func:`_sigterm_deferred`'s mechanics: inside it a SIGTERM raises nothing; on leaving
+    it the caller's handler gets the signal (and is the handler again); without a signal
+    nothing is raised."""
+    import os
+    import signal
+
+    from radixbench.reports.drawing import _sigterm_deferred
+
+    class Term(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Term
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        reached = False
+        with pytest.raises(Term), _sigterm_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            reached = True  # nothing raised inside the block
+        assert reached
+        assert signal.getsignal(signal.SIGTERM) is handler
+        with _sigterm_deferred():
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
