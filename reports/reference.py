@@ -22,8 +22,7 @@ import pandas as pd
 from radixbench.reports.axes import REPLICA, VariantSet
 from radixbench.reports.bootstrap import bootstrap_ratio, ratio_columns
 from radixbench.reports.diagnostics import axis_checks
-from radixbench.reports.resampled import time_blocks
-from radixbench.reports.verdicts import common_call_sites, verdict
+from radixbench.reports.verdicts import call_blocks, common_call_sites, verdict
 
 __all__ = ["reference_lines", "reference_rows"]
 
@@ -91,12 +90,7 @@ def reference_rows(
             c = at_name["ns"].to_numpy(np.float64)
             if not b.size or not c.size:
                 continue
-            blocks = None  # by simulated time, as the verdicts (reports.verdicts)
-            if "sim_time_s" in both.columns:
-                blocks = time_blocks(
-                    at_ref["sim_time_s"].to_numpy(np.float64),
-                    at_name["sim_time_s"].to_numpy(np.float64),
-                )
+            blocks = call_blocks(at_ref, at_name)  # by simulated time, as the verdicts
             ratio, lo, hi = bootstrap_ratio(b, c, n_resamples=n_resamples, seed=seed, blocks=blocks)
             rows.append(
                 {

@@ -45,8 +45,7 @@ import numpy as np
 import pandas as pd
 
 from radixbench.reports.bootstrap import bootstrap_ratio
-from radixbench.reports.resampled import time_blocks
-from radixbench.reports.verdicts import verdict, verdict_bars
+from radixbench.reports.verdicts import call_blocks, verdict, verdict_bars
 
 __all__ = [
     "FAMILIES",
@@ -227,11 +226,7 @@ def point_rows(
             "op_share_cand": c_share[1],
         }
         b_op, c_op = base_ops[base_ops["op"] == op], cand_ops[cand_ops["op"] == op]
-        blocks = None  # blocks of simulated time, as the verdicts (reports.resampled)
-        if "sim_time_s" in ops.columns and len(b_op) and len(c_op):
-            blocks = time_blocks(
-                b_op["sim_time_s"].to_numpy(np.float64), c_op["sim_time_s"].to_numpy(np.float64)
-            )
+        blocks = call_blocks(b_op, c_op)  # blocks of simulated time, as the verdicts
         stats = {
             "op": bootstrap_ratio(
                 b_op["ns"].to_numpy(np.float64),

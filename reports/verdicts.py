@@ -61,6 +61,7 @@ __all__ = [
     "NO_DIFFERENCE",
     "REQUEST_METRICS",
     "VERDICT_COLUMNS",
+    "call_blocks",
     "verdict",
     "verdict_bars",
     "verdict_table",
@@ -191,13 +192,13 @@ def _times(rows: pd.DataFrame) -> np.ndarray:
     return rows["sim_time_s"].to_numpy(np.float64)
 
 
-def _blocks(
-    b: np.ndarray, c: np.ndarray, tb: np.ndarray, tc: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Block labels of two samples of calls (``b``, ``c``) by the simulated time each ran at
-    (``tb``, ``tc``; :func:`~radixbench.reports.resampled.time_blocks`), for the block
-    bootstrap; ``None`` for an empty sample or too few distinct times."""
-    if not b.size or not c.size:
+def call_blocks(b_rows: pd.DataFrame, c_rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Block labels of two sets of op rows by the simulated time each call ran at
+    (:func:`~radixbench.reports.resampled.time_blocks`), aligned with the rows, for the block
+    bootstrap of their ``ns``; ``None`` without ``sim_time_s`` (older runs), for no rows or too
+    few distinct times. Mutates nothing."""
+    tb, tc = _times(b_rows), _times(c_rows)
+    if not tb.size or not tc.size:
         return None
     return time_blocks(tb, tc)
 
@@ -294,7 +295,7 @@ def verdict_table(
             else:
                 kb, kc = ~np.isnan(b), ~np.isnan(c)
                 if times and times[0].size == b.size and times[1].size == c.size:
-                    blocks = _blocks(b[kb], c[kc], times[0][kb], times[1][kc])
+                    blocks = time_blocks(times[0][kb], times[1][kc])
                 b, c = b[kb], c[kc]
             if b.size == 0 or c.size == 0:
                 continue
