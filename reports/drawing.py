@@ -187,10 +187,14 @@ def _sigterm_deferred() -> Iterator[None]:
     """A SIGTERM during the block is re-raised once it is over. Raised by the caller's handler
     during a fork, it would land in an at-fork callback (logging's), where Python ignores
     exceptions: the run went on and exited 0. Masking the signal in this thread was not
-    enough (1 run in a few under load): another thread (torch's, Arrow's) takes it and the
-    handler still runs during the fork. So the handler is swapped for one that only notes the
-    signal (main thread only; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
+    enough (it still failed so twice in a day under load, likely because another thread,
+    torch's or Arrow's, took the signal and the handler still ran during the fork). So the
+    handler is swapped for one that only notes the signal (main thread only, and only over a
+    handler Python can restore; elsewhere nothing changes)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is None  # set from C: cannot be put back
+    ):
         yield
         return
     got: list[int] = []
