@@ -17,9 +17,10 @@ from radixbench.bench.peers import (
     compile_sources,
     mocker_python,
     parse_mocker,
+    parse_radixbench,
     run_case,
 )
-from radixbench.bench.peers_report import case_text, target_line, why
+from radixbench.bench.peers_report import case_text, floor_line, target_line, why
 
 CASE_A = next(c for c in CASES if c.key == "a")
 CASE_C = next(c for c in CASES if c.key == "c")
@@ -70,11 +71,35 @@ def test_target_line_judges_whole_process_cpu() -> None:
     )
 
 
+def test_floor_line_says_whether_the_target_is_out_of_reach() -> None:
+    mocker = _run("mocker", [0], [0], 1.0)
+    r = _run("radixbench", [0], [0], 5.0)
+    r.timed_cpu_s, r.startup_cpu_s = 1.5, 1.6  # 3.1 s: over the 3x of (a), under the 4x of (c)
+    over = floor_line(CASE_A, "radixbench one server", r, mocker)
+    assert "1.50 s + a Python importing torch 1.60 s = 3.10 s CPU = 3.1x the mocker" in over
+    assert "the 3x target is out of reach" in over
+    under = floor_line(CASE_C, "radixbench round-robin", r, mocker)
+    assert "out of reach" not in under
+    assert "the 4x target leaves 0.90 s for the rest" in under and "took 1.90 s" in under
+    text = case_text(CASE_C, {"mocker round_robin": mocker, "radixbench round-robin": r})
+    assert "floor (c) round-robin" in text
+    r.timed_cpu_s = math.nan  # not measured: no floor line
+    assert "floor" not in case_text(CASE_C, {"mocker": mocker, "radixbench round-robin": r})
+
+
+def test_parse_radixbench_leaves_out_the_read_back() -> None:
+    doc = {"status": ["finished"], "hits": [5], "input": [10], "ttft_s": [0.5], "instance": [0]}
+    doc |= {"sim_cpu_s": 1.0, "rss_mb": 50.0, "timed_cpu_s": 0.25, "readback_cpu_s": 0.5}
+    r = parse_radixbench(doc, 3.0, 4.0)
+    assert (r.cpu_s, r.timed_cpu_s, r.hit_rate) == (2.5, 0.25, 0.5)
+
+
 def test_radixbench_side_of_a_case_runs_the_compare_command(tmp_path: Path) -> None:
     runs = run_case(CASE_A, 1, tmp_path, None, requests=30)
     assert list(runs) == ["radixbench one server"]
     (r,) = runs["radixbench one server"]
     assert r.cpu_s > r.sim_cpu_s > 0 and r.rss_mb > 0 and r.wall_s > 0
+    assert 0 < r.timed_cpu_s < r.sim_cpu_s and 0 < r.startup_cpu_s < r.cpu_s
     assert len(r.hits) == 30 and r.instance == [0] * 30
     assert 0 <= r.hit_rate < 1 and not math.isnan(r.ttft_p50_ms)
     assert "(a) 1 instance" in case_text(CASE_A, {"radixbench one server": r})
