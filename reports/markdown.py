@@ -39,6 +39,7 @@ __all__ = [
     "format_cell",
     "markdown_table",
     "pipe_table",
+    "table_links",
     "write_report_md",
 ]
 
@@ -92,6 +93,21 @@ def pipe_table(df: pd.DataFrame) -> str:
 def _rel(path: Path | str, run_dir: Path) -> str:
     """``path`` relative to ``run_dir``, POSIX-style, for a Markdown link."""
     return Path(os.path.relpath(Path(path), run_dir)).as_posix()
+
+
+def table_links(tables: Mapping[str, tuple[Path, Path | None]], run_dir: Path) -> list[str]:
+    """One Markdown list line per stored table: its Parquet and CSV, linked relative to
+    ``run_dir``; a table stored without CSV (over a spreadsheet's rows,
+    :data:`~radixbench.reports.tables.CSV_MAX_ROWS`) says so."""
+    lines = []
+    for stem, (parquet, csv) in tables.items():
+        other = (
+            f"[csv]({_rel(csv, run_dir)})"
+            if csv is not None
+            else "no CSV (more rows than a spreadsheet holds)"
+        )
+        lines.append(f"- `{stem}`: [parquet]({_rel(parquet, run_dir)}) | {other}")
+    return lines
 
 
 def _meta_block(meta: RunMeta) -> list[str]:
@@ -242,7 +258,7 @@ def write_report_md(
     speedups: pd.DataFrame,
     equivalence: Mapping[str, Any],
     plots: Mapping[str, Path],
-    tables: Mapping[str, tuple[Path, Path]],
+    tables: Mapping[str, tuple[Path, Path | None]],
     verdicts: pd.DataFrame | None = None,
     metrics: pd.DataFrame | None = None,
     answer: Answer | None = None,
@@ -257,7 +273,8 @@ def write_report_md(
     ``ok`` (bool), ``n_requests`` (int), ``variants`` (list of names) and ``first_diff``
     (``None`` or ``{"rid": int, "values": {variant: prefix_hit_tokens}}``); a failed check is
     flagged at the top and detailed with the first differing request. ``plots`` maps a name to
-    a PNG path and ``tables`` a stem to its ``(parquet, csv)`` paths; both are linked relative
+    a PNG path and ``tables`` a stem to its ``(parquet, csv)`` paths (csv None: not written,
+    :func:`table_links`); both are linked relative
     to ``run_dir``. ``verdicts`` (:func:`~radixbench.reports.verdicts.verdict_table`) and
     ``metrics`` (serving metrics per variant) are rendered when given. Latencies in the tables
     are ns (``total_ms`` ms), times s, lengths tokens. ``answer``
@@ -323,10 +340,7 @@ def write_report_md(
         lines += ["_no plots_", ""]
     lines += ["## Tables", ""]
     if tables:
-        for stem, (parquet, csv) in tables.items():
-            lines.append(
-                f"- `{stem}`: [parquet]({_rel(parquet, run_dir)}) | [csv]({_rel(csv, run_dir)})"
-            )
+        lines += table_links(tables, run_dir)
     else:
         lines.append("_no tables_")
     text = "\n".join(lines) + "\n"

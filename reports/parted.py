@@ -108,8 +108,8 @@ def _csv_alike(table: TableParts, floats: list[str]) -> bool:
     return all(missing[c] or (n > 0 and not whole[c]) for c in floats)
 
 
-def write_parts(table: TableParts, parquet_tmp: Path, csv_tmp: Path) -> None:
-    """Write ``table`` to ``parquet_tmp`` and ``csv_tmp`` chunk by chunk: what
+def write_parts(table: TableParts, parquet_tmp: Path, csv_tmp: Path | None) -> None:
+    """Write ``table`` to ``parquet_tmp`` and ``csv_tmp`` (None: no CSV) chunk by chunk: what
     ``write_table`` writes for its whole frame (Parquet: the schema with its pandas metadata
     and the values, in row groups of at most one chunk; CSV: the same text, by Arrow or, when
     Arrow's would read back otherwise, by pandas). The chunks go to Arrow from the logs'
@@ -120,7 +120,9 @@ def write_parts(table: TableParts, parquet_tmp: Path, csv_tmp: Path) -> None:
     _write(pa, table, parquet_tmp, csv_tmp, pa.default_memory_pool().release_unused)
 
 
-def _write(pa: Any, table: TableParts, parquet_tmp: Path, csv_tmp: Path, release: Any) -> None:
+def _write(
+    pa: Any, table: TableParts, parquet_tmp: Path, csv_tmp: Path | None, release: Any
+) -> None:
     """:func:`write_parts`' body; ``release()`` after each chunk: Arrow's default pool
     (mimalloc) otherwise keeps what the chunks freed (1.2 M op rows in chunks of 64k:
     +63 MB at the peak, +100 MB left after the write, without)."""
@@ -128,6 +130,12 @@ def _write(pa: Any, table: TableParts, parquet_tmp: Path, csv_tmp: Path, release
     import pyarrow.parquet as pq
 
     schema = pa.Table.from_pandas(table.empty(), preserve_index=False).schema
+    if csv_tmp is None:
+        with pq.ParquetWriter(parquet_tmp, schema) as pw:
+            for t in table.arrow_chunks(schema):
+                pw.write_table(t)
+                release()
+        return
     floats = [f.name for f in schema if pa.types.is_floating(f.type)]
     arrow_csv = _csv_alike(table, floats)
     wrote = False

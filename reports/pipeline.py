@@ -2,8 +2,10 @@
 
 Input is the simulator's two tables (docs/CONTRACTS.md): the per-request table (times in s,
 lengths in tokens) and the per-op table (wall time ``ns`` per call in nanoseconds).
-:func:`write_report` validates both, stores them and their summaries as Parquet + CSV, renders
-the latency plots and writes the Markdown report into one run directory::
+:func:`write_report` validates both, stores them and their summaries as Parquet + CSV (Parquet
+only for a table of more rows than a spreadsheet holds, ``reports.tables.CSV_MAX_ROWS``: the
+ops log and timeseries of long runs), renders the latency plots and writes the Markdown report
+into one run directory::
 
     run_dir/
       requests.{parquet,csv}  ops.{parquet,csv}
@@ -66,16 +68,17 @@ class ReportResult(TypedDict):
 
     ``report_md`` / ``report_html``: paths of ``report.md`` and the self-contained
     ``report.html`` (``None`` when not rendered); ``tables``: stem -> ``(parquet, csv)``
-    paths for ``requests``, ``ops``, ``summary_ops``, ``summary_variants``, ``speedups``,
-    ``verdicts`` (and ``timeseries`` / ``metrics`` when given); ``plots``: name -> PNG path
-    (an SVG lies beside each when written with ``svg=True``); ``op_summary``,
-    ``variant_summary``, ``speedups``, ``verdicts``: the summary frames (see
-    :mod:`radixbench.reports.summary`, :mod:`radixbench.reports.verdicts`).
+    paths (csv None: not written, more rows than a spreadsheet holds) for ``requests``,
+    ``ops``, ``summary_ops``, ``summary_variants``, ``speedups``, ``verdicts`` (and
+    ``timeseries`` / ``metrics`` when given); ``plots``: name -> PNG path (an SVG lies beside
+    each when written with ``svg=True``); ``op_summary``, ``variant_summary``, ``speedups``,
+    ``verdicts``: the summary frames (see :mod:`radixbench.reports.summary`,
+    :mod:`radixbench.reports.verdicts`).
     """
 
     report_md: Path | None
     report_html: Path | None
-    tables: dict[str, tuple[Path, Path]]
+    tables: dict[str, tuple[Path, Path | None]]
     plots: dict[str, Path]
     op_summary: pd.DataFrame
     variant_summary: pd.DataFrame

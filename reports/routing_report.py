@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from radixbench.reports.headline import Answer
-from radixbench.reports.markdown import pipe_table
+from radixbench.reports.markdown import pipe_table, table_links
 from radixbench.reports.parted import TableParts
 from radixbench.reports.pipeline import write_report
 from radixbench.reports.record import RunMeta
@@ -306,11 +306,7 @@ def _write_md(
     for name, path in plots.items():
         lines += [f"### {name}", "", f"![{name}]({path.relative_to(run_dir)})", ""]
     lines += ["## Tables", ""]
-    for stem, (parquet, csv) in result["tables"].items():
-        lines.append(
-            f"- `{stem}`: [parquet]({parquet.relative_to(run_dir)}) | "
-            f"[csv]({csv.relative_to(run_dir)})"
-        )
+    lines += table_links(result["tables"], run_dir)
     path = run_dir / "report.md"
     with atomic_paths(path) as (tmp,):
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")

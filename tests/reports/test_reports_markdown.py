@@ -66,6 +66,17 @@ def test_pass_report(tmp_path, requests_df, ops_df, meta, equivalence_ok) -> Non
     assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
 
 
+def test_table_links_say_where_no_csv_was_written(tmp_path: Path) -> None:
+    from radixbench.reports.markdown import table_links
+
+    tables = {"ops": (tmp_path / "ops.parquet", None), "requests": (tmp_path / "r.parquet",
+              tmp_path / "r.csv")}  # fmt: skip
+    assert table_links(tables, tmp_path) == [
+        "- `ops`: [parquet](ops.parquet) | no CSV (more rows than a spreadsheet holds)",
+        "- `requests`: [parquet](r.parquet) | [csv](r.csv)",
+    ]
+
+
 def test_failed_equivalence_is_loud(tmp_path, requests_df, ops_df, meta, equivalence_bad) -> None:
     text = _write(tmp_path, requests_df, ops_df, meta, equivalence_bad)
     head = text.split("## Run")[0]

@@ -52,6 +52,21 @@ def test_parts_write_the_files_of_their_frame(
     assert ("1.0," in text) == whole  # pandas writes a whole float as 1.0, Arrow as 1
 
 
+def test_parts_over_a_spreadsheet_write_their_parquet_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import radixbench.reports.tables as tables
+
+    monkeypatch.setattr(parted, "CHUNK_ROWS", 7)
+    table = _steps(False)
+    write_table(as_frame(table), tmp_path / "frame", "timeseries")
+    monkeypatch.setattr(tables, "CSV_MAX_ROWS", len(table) - 1)
+    assert write_table(table, tmp_path / "parts", "timeseries")[1] is None
+    assert [p.name for p in (tmp_path / "parts").iterdir()] == ["timeseries.parquet"]
+    a, b = (pq.read_table(tmp_path / d / "timeseries.parquet") for d in ("frame", "parts"))
+    assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b)
+
+
 def test_an_empty_table_writes_the_empty_files(tmp_path: Path) -> None:
     table = PartedTable.of([OpRecorder(), OpRecorder()], "v", AXES, "instance", [0, 1])
     write_table(table.frame(), tmp_path / "frame", "ops")

@@ -90,6 +90,21 @@ def test_round_trip(tmp_path: Path, ops_df: pd.DataFrame) -> None:
     np.testing.assert_array_equal(from_csv["ns"].to_numpy(), ops_df["ns"].to_numpy())
 
 
+def test_a_table_over_a_spreadsheet_is_parquet_only(
+    tmp_path: Path, ops_df: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import radixbench.reports.tables as tables
+
+    write_table(ops_df, tmp_path, "ops")  # an earlier, smaller table of that name
+    assert (tmp_path / "ops.csv").exists()
+    monkeypatch.setattr(tables, "CSV_MAX_ROWS", len(ops_df) - 1)
+    assert write_table(ops_df, tmp_path, "ops") == (tmp_path / "ops.parquet", None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ops.parquet"]  # its old CSV gone
+    pd.testing.assert_frame_equal(read_table(tmp_path, "ops"), ops_df)
+    monkeypatch.setattr(tables, "CSV_MAX_ROWS", len(ops_df))  # at the limit: both
+    assert write_table(ops_df, tmp_path, "ops")[1] == tmp_path / "ops.csv"
+
+
 def test_creates_directory_and_leaves_no_temp_files(tmp_path: Path, ops_df: pd.DataFrame) -> None:
     target = tmp_path / "a" / "b"
     write_table(ops_df, target, "ops")
