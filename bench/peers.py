@@ -277,8 +277,9 @@ def run_case(
     timeout_s: float | None = None,
 ) -> dict[str, list[PeerRun]]:
     """``reps`` alternating repetitions of ``case``: the mocker (skipped when ``mocker`` is
-    None), then radixbench under each router; ``requests`` overrides the case's slice (quick
-    mode). Returns tool label -> runs."""
+    None), then radixbench under each router, each followed by a Python that only imports
+    torch (its floor's start-up); ``requests`` overrides the case's slice (quick mode).
+    Returns tool label -> runs."""
     n = requests if requests is not None else case.requests
     trace = _slice(n, work)
     out: dict[str, list[PeerRun]] = {}
