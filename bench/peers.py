@@ -175,8 +175,8 @@ with contextlib.redirect_stdout(io.StringIO()):
     rc = main([*args, "--out", out, "--no-progress"])
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 def cpu():
-    return sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
-               for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return sum(u.ru_utime + u.ru_stime
+               for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 read0 = cpu()  # the read-back below is the bench's, not the run's
 import gc
 import pandas as pd

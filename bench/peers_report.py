@@ -128,11 +128,11 @@ def case_text(case: Case, runs: dict[str, PeerRun]) -> str:
     lines += [_row(label, r, mocker) for label, r in runs.items()]
     lines.append(target_line(case, runs))
     if mocker is not None:
-        floors = [(label, r) for label, r in runs.items() if r is not mocker]
-        for label, r in floors:
+        ours = [(label, r) for label, r in runs.items() if r is not mocker]
+        for label, r in ours:
             if not (math.isnan(r.timed_cpu_s) or math.isnan(r.startup_cpu_s)):
                 lines.append(floor_line(case, label, r, mocker))
-        for label, r in floors:
+        for label, r in ours:
             lines.append(why(case, mocker, r, label))
     return "\n".join(lines)
 

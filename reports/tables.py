@@ -142,30 +142,24 @@ def write_table(df: Any, directory: Path | str, stem: str) -> tuple[Path, Path |
     directory = Path(directory)
     parquet_path = directory / f"{stem}.parquet"
     csv_path = directory / f"{stem}.csv"
-    if len(df) > CSV_MAX_ROWS:
-        with atomic_paths(parquet_path) as (parquet_tmp,):
-            if isinstance(df, pd.DataFrame):
-                pq.write_table(pa.Table.from_pandas(df, preserve_index=False), parquet_tmp)
-            else:
-                from radixbench.reports.parted import write_parts
-
-                write_parts(df, parquet_tmp, None)
-        csv_path.unlink(missing_ok=True)
-        return parquet_path, None
-    with atomic_paths(parquet_path, csv_path) as (parquet_tmp, csv_tmp):
+    csv = csv_path if len(df) <= CSV_MAX_ROWS else None
+    with atomic_paths(parquet_path, *filter(None, [csv])) as (parquet_tmp, *tmps):
+        csv_tmp = tmps[0] if tmps else None
         if not isinstance(df, pd.DataFrame):
             from radixbench.reports.parted import write_parts
 
             write_parts(df, parquet_tmp, csv_tmp)
-            return parquet_path, csv_path
-        # what df.to_parquet(engine="pyarrow", index=False) does, the Arrow table kept
-        table = pa.Table.from_pandas(df, preserve_index=False)
-        pq.write_table(table, parquet_tmp)
-        if _arrow_csv_reads_alike(table):
-            pa_csv.write_csv(table, csv_tmp)  # ~10x faster than pandas on millions of rows
         else:
-            df.to_csv(csv_tmp, index=False)
-    return parquet_path, csv_path
+            # what df.to_parquet(engine="pyarrow", index=False) does, the Arrow table kept
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            pq.write_table(table, parquet_tmp)
+            if csv_tmp is not None and _arrow_csv_reads_alike(table):
+                pa_csv.write_csv(table, csv_tmp)  # ~10x faster than pandas on millions of rows
+            elif csv_tmp is not None:
+                df.to_csv(csv_tmp, index=False)
+    if csv is None:
+        csv_path.unlink(missing_ok=True)  # an earlier table's copy of that name
+    return parquet_path, csv
 
 
 def _arrow_csv_reads_alike(table: Any) -> bool:
